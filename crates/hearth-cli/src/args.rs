@@ -1,0 +1,57 @@
+//! Command-line arguments. `docs/cli.md` quotes the help these produce; a test keeps it so.
+
+use clap::{Parser, Subcommand};
+
+/// Hearth, a local-first personal assistant: command-line interface.
+///
+/// Data lives in one encrypted database in the data folder ($HEARTH_HOME, or the platform's
+/// data directory). Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, propagate_version = true)]
+pub struct Cli {
+    /// Print machine-readable JSON on stdout (errors as {"error":{"code","message"}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the setup: data folder, database, encryption, key storage, SQLite modules.
+    ///
+    /// Creates the data folder and an empty encrypted database if there is none yet.
+    Doctor,
+    /// Manage the database key.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Print the recovery key: with it, anyone can read all of your Hearth data.
+    ///
+    /// Asks for confirmation on a terminal; elsewhere requires --yes.
+    Export {
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Move the key to another storage backend (keyring, file or passphrase).
+    ///
+    /// The key stays the same, so a recovery key stays valid. A new passphrase comes from
+    /// HEARTH_NEW_PASSPHRASE or is asked for twice on the terminal.
+    Backend {
+        /// keyring | file | passphrase
+        backend: String,
+    },
+    /// Re-encrypt the database with a new random key (the old recovery key stops working).
+    Rotate,
+    /// Restore a lost key from a recovery key, read from stdin or asked for on a terminal.
+    ///
+    /// The key is checked against the database before it is stored.
+    Import,
+}

@@ -1,0 +1,97 @@
+//! `hearth`: the command-line interface over the same engine as the desktop app.
+//! Its contract (flags, exit codes, JSON shapes) is `docs/cli.md`.
+
+mod args;
+mod key;
+mod output;
+mod secrets;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hearth_core::{Hearth, OpenOptions};
+
+use args::{Cli, Command, KeyCommand};
+use output::{Failure, Out};
+
+fn main() -> ExitCode {
+    let json_requested = std::env::args().any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return output::usage_error(e, json_requested),
+    };
+    init_logging();
+    let out = Out { json: cli.json };
+    let result = match cli.command {
+        Command::Doctor => doctor(&out),
+        Command::Key { command } => match command {
+            KeyCommand::Export { yes } => key::export(&out, yes),
+            KeyCommand::Backend { backend } => key::backend(&out, &backend),
+            KeyCommand::Rotate => key::rotate(&out),
+            KeyCommand::Import => key::import(&out),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => out.fail(failure),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Options from the environment, with a passphrase asked for when one is needed.
+pub(crate) fn open_options() -> Result<OpenOptions, Failure> {
+    let mut opts = OpenOptions::from_env()?;
+    let backend = opts.existing_key_backend()?.unwrap_or(opts.new_key_backend);
+    if backend == hearth_core::KeyBackend::Passphrase && opts.passphrase.is_none() {
+        let is_new = opts.existing_key_backend()?.is_none();
+        opts.passphrase = Some(secrets::ask_passphrase(
+            if is_new {
+                "Choose a passphrase for Hearth's database: "
+            } else {
+                "Passphrase for Hearth's database: "
+            },
+            is_new,
+        )?);
+    }
+    Ok(opts)
+}
+
+fn doctor(out: &Out) -> Result<(), Failure> {
+    let opts = open_options()?;
+    let hearth = Hearth::open_oneshot(&opts)?;
+    let status = hearth.status_blocking()?;
+    if out.json {
+        out.print_json(&status);
+    } else {
+        let s = &status;
+        let rows: [(&str, String); 11] = [
+            ("data_dir", s.data_dir.clone()),
+            ("db_path", s.db_path.clone()),
+            ("db_id", s.db_id.clone()),
+            ("schema_version", s.schema_version.to_string()),
+            ("sqlite_version", s.sqlite_version.clone()),
+            ("sqlcipher_version", s.sqlcipher_version.clone()),
+            ("sqlite_vec_version", s.sqlite_vec_version.clone()),
+            ("key_backend", s.key_backend.clone()),
+            ("encrypted", s.encrypted.to_string()),
+            ("fts5", s.fts5.to_string()),
+            ("vec0", s.vec0.to_string()),
+        ];
+        for (name, value) in rows {
+            println!("{name:<19} {value}");
+        }
+        for w in &s.warnings {
+            println!("warning: {w}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! The engine's one error type. Every variant says what the user can do about it.
+
+use std::path::{Path, PathBuf};
+
+/// Result with the engine's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+const FALLBACKS: &str = "Start a D-Bus session with a Secret Service (GNOME Keyring, KeePassXC, KWallet) and \
+try again, or choose an explicit fallback: HEARTH_KEY_BACKEND=file keeps the key in a file \
+readable only by you beside the database, HEARTH_KEY_BACKEND=passphrase derives it from a \
+passphrase (HEARTH_PASSPHRASE or a prompt).";
+
+/// Everything that can go wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key we have does not open the database.
+    #[error(
+        "the key does not open the database at {path}: it was encrypted with another key. \
+         Nothing was changed. If you have a recovery key, run `hearth key import`."
+    )]
+    WrongKey { path: PathBuf },
+
+    /// The database exists but its key is nowhere to be found.
+    #[error(
+        "the database at {path} exists but its key was not found in {backend}. Nothing was \
+         changed. If you have a recovery key, run `hearth key import`; to start over, move the \
+         data folder away."
+    )]
+    KeyMissing { path: PathBuf, backend: String },
+
+    /// The OS keyring could not be reached.
+    #[error("the system keyring is not available ({detail}). {FALLBACKS}")]
+    KeyringUnavailable { detail: String },
+
+    /// The key is protected by a passphrase and none was given.
+    #[error(
+        "this database's key is protected by a passphrase: set HEARTH_PASSPHRASE or run in a terminal to be asked"
+    )]
+    PassphraseRequired,
+
+    /// The passphrase given does not unlock the key.
+    #[error("the passphrase does not unlock the database key; nothing was changed")]
+    WrongPassphrase,
+
+    /// Another process holds a lock on the database longer than we wait.
+    #[error("the database is busy in another process (is Hearth running?): {detail}")]
+    Locked { detail: String },
+
+    /// The database was written by a newer Hearth.
+    #[error(
+        "the database has schema version {found}, newer than this Hearth understands ({supported}); \
+         update Hearth. Nothing was changed."
+    )]
+    SchemaTooNew { found: u32, supported: u32 },
+
+    /// The disk is full.
+    #[error("the disk is full; nothing was saved. Free some space and try again")]
+    DiskFull,
+
+    /// A file is not what we expected (a damaged sidecar or key file).
+    #[error("{path}: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+
+    /// The input given does not make sense.
+    #[error("{0}")]
+    InvalidInput(String),
+
+    /// No home directory to put the data directory in.
+    #[error("no home directory found; set HEARTH_HOME to the folder Hearth should use")]
+    NoHomeDir,
+
+    /// A file system operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// SQLite reported an error we do not classify further.
+    #[error("database error: {0}")]
+    Database(String),
+
+    /// A background task was cancelled or panicked.
+    #[error("internal task failed: {0}")]
+    Task(String),
+}
+
+impl Error {
+    /// A stable machine-readable code, used in `--json` output and the app's IPC errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::WrongKey { .. } => "wrong_key",
+            Error::KeyMissing { .. } => "key_missing",
+            Error::KeyringUnavailable { .. } => "keyring_unavailable",
+            Error::PassphraseRequired => "passphrase_required",
+            Error::WrongPassphrase => "wrong_passphrase",
+            Error::Locked { .. } => "locked",
+            Error::SchemaTooNew { .. } => "schema_too_new",
+            Error::DiskFull => "disk_full",
+            Error::Corrupt { .. } => "corrupt",
+            Error::InvalidInput(_) => "invalid_input",
+            Error::NoHomeDir => "no_home_dir",
+            Error::Io { .. } => "io",
+            Error::Database(_) => "database",
+            Error::Task(_) => "internal",
+        }
+    }
+
+    pub(crate) fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
+        if source.raw_os_error() == Some(28) {
+            return Error::DiskFull;
+        }
+        Error::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn corrupt(path: impl AsRef<Path>, detail: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.as_ref().to_path_buf(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Classifies a SQLite error; `db_path` is used for wrong-key reports.
+    pub(crate) fn sqlite(err: rusqlite::Error, db_path: &Path) -> Self {
+        use rusqlite::ffi::ErrorCode;
+        if let rusqlite::Error::SqliteFailure(code, ref msg) = err {
+            match code.code {
+                ErrorCode::NotADatabase => {
+                    return Error::WrongKey {
+                        path: db_path.to_path_buf(),
+                    };
+                }
+                ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                    return Error::Locked {
+                        detail: msg.clone().unwrap_or_else(|| code.to_string()),
+                    };
+                }
+                ErrorCode::DiskFull => return Error::DiskFull,
+                _ => {}
+            }
+        }
+        Error::Database(err.to_string())
+    }
+}

@@ -1,0 +1,11 @@
+//! Events the engine emits to whoever drives it (desktop shell, CLI).
+
+use serde::Serialize;
+
+/// Something the user may want to see reflected right away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The database changed, by this process or another one (e.g. the CLI while the app runs).
+    StoreChanged,
+}

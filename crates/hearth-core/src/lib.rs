@@ -1,0 +1,19 @@
+//! Hearth's engine: the encrypted store, its key, durable jobs, and the [`Hearth`] façade.
+//!
+//! Nothing in this crate knows about Tauri, a UI or a terminal: the desktop shell and the
+//! `hearth` CLI both call [`Hearth`] and listen to its [`Event`]s.
+
+mod error;
+mod events;
+mod failpoint;
+mod hearth;
+pub mod paths;
+pub mod store;
+pub mod time;
+
+pub use error::{Error, Result};
+pub use events::Event;
+pub use hearth::{Hearth, Status};
+pub use paths::DataDir;
+pub use store::key::{KeyBackend, RecoveryKey};
+pub use store::{OpenOptions, Passphrase};

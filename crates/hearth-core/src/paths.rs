@@ -1,0 +1,85 @@
+//! Where Hearth keeps its files. One function decides it for the CLI and the app alike.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Environment variable that overrides the data directory.
+pub const HOME_ENV: &str = "HEARTH_HOME";
+
+/// The data directory: `$HEARTH_HOME` when set and non-empty, else the platform's data dir
+/// (`~/.local/share/hearth` on Linux, `~/Library/Application Support/app.hearth.Hearth` on
+/// macOS, `%APPDATA%\hearth\Hearth\data` on Windows).
+pub fn default_data_dir() -> Result<PathBuf> {
+    if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    directories::ProjectDirs::from("app", "hearth", "Hearth")
+        .map(|dirs| dirs.data_dir().to_path_buf())
+        .ok_or(Error::NoHomeDir)
+}
+
+/// The files inside one data directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// A data directory at `root` (nothing is created).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The data directory chosen by [`default_data_dir`].
+    pub fn from_env() -> Result<Self> {
+        default_data_dir().map(Self::new)
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The encrypted database.
+    pub fn db_path(&self) -> PathBuf {
+        self.root.join("hearth.db")
+    }
+
+    /// The plaintext sidecar naming the database id and where its key lives (no secrets).
+    pub fn sidecar_path(&self) -> PathBuf {
+        self.root.join("hearth.id.json")
+    }
+
+    /// The key file of the `file` key backend (mode 0600).
+    pub fn key_file_path(&self) -> PathBuf {
+        self.root.join("hearth.key")
+    }
+
+    /// The passphrase-wrapped key of the `passphrase` key backend.
+    pub fn wrapped_key_path(&self) -> PathBuf {
+        self.root.join("hearth.wrapped-key")
+    }
+
+    /// Log files.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// Webview profile data of the desktop app.
+    pub fn webview_dir(&self) -> PathBuf {
+        self.root.join("webview")
+    }
+
+    /// Creates the directory (0700 on Unix) if missing.
+    pub fn create(&self) -> Result<()> {
+        std::fs::create_dir_all(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let perms = std::fs::Permissions::from_mode(0o700);
+            std::fs::set_permissions(&self.root, perms).map_err(|e| Error::io(&self.root, e))?;
+        }
+        Ok(())
+    }
+}

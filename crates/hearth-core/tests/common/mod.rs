@@ -1,0 +1,88 @@
+//! Helpers shared by the store's integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hearth_core::store::OpenOptions;
+use hearth_core::{DataDir, KeyBackend, Passphrase};
+
+/// Options for a fresh data dir inside `root` using `backend`.
+pub fn options(root: &Path, backend: KeyBackend) -> OpenOptions {
+    let mut opts = OpenOptions::new(DataDir::new(root.join("data")));
+    opts.new_key_backend = backend;
+    if backend == KeyBackend::Passphrase {
+        opts.passphrase =
+            Some(Passphrase::new("correct horse battery staple").expect("passphrase"));
+    }
+    opts
+}
+
+/// Fails the test unless a Secret Service session is reachable (scripts/with-keyring.sh).
+pub fn require_keyring() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "this test needs the real Secret Service: run it under scripts/with-keyring.sh (make test does)"
+    );
+}
+
+/// Every regular file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => out.push(p),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The files under `dir` whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(p)
+                .map(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// A fingerprint of every file under `dir` (path → length and content hash).
+pub fn fingerprint(dir: &Path) -> BTreeMap<PathBuf, (usize, u64)> {
+    use std::hash::{Hash, Hasher};
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut h);
+            (p, (bytes.len(), h.finish()))
+        })
+        .collect()
+}
+
+/// A marker no file would contain by chance.
+pub fn marker(tag: &str) -> String {
+    format!("HEARTH-MARKER-{tag}-{}", uuid_like())
+}
+
+fn uuid_like() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{nanos:x}{:x}", std::process::id())
+}
