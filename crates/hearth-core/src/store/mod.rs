@@ -8,6 +8,7 @@
 pub mod jobs;
 pub mod key;
 mod key_ops;
+mod settings;
 pub mod migrations;
 mod sidecar;
 mod watch;

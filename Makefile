@@ -1,0 +1,33 @@
+# Hearth — the two commands of the README, and the pieces they are made of.
+# Build output goes outside the clone so a fresh clone still builds warm.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/hearth-target
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: run test setup-app setup-test ui lint bench e2e clean-data
+
+## Install what the app needs, build it and start it.
+run: setup-app ui
+	cargo run -p hearth-desktop
+
+## Install what the tests need and run every test (Rust, UI in Chromium, the real app end to end).
+test: setup-test
+	scripts/test.sh
+
+setup-app:
+	scripts/setup.sh app
+
+setup-test:
+	scripts/setup.sh test
+
+ui:
+	cd ui && npm run build
+
+## Formatting, lints and type checks (CI runs these too).
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cd ui && npm run check && npm run lint
+
+## Benchmarks: prints numbers; never part of `make test`.
+bench:
+	cargo bench -p hearth-core --bench store

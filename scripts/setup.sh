@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what Hearth needs on Debian/Ubuntu. Idempotent.
+#   scripts/setup.sh app   — to build and run the app
+#   scripts/setup.sh test  — to run every test (adds Xvfb, keyring, Chromium, tauri-driver)
+# Prerequisites (not installed here): Rust via rustup (see MIN_RUST), Node.js >= 20.
+set -euo pipefail
+mode=${1:-app}
+MIN_RUST=1.90
+MIN_NODE=20
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+die() { echo "setup: $*" >&2; exit 1; }
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+command -v cargo >/dev/null || die "Rust is missing. Install it with rustup (https://rustup.rs), Rust >= $MIN_RUST; Debian's rustc is too old."
+rust=$(rustc --version | awk '{print $2}')
+version_ge "$rust" "$MIN_RUST" || die "Rust $rust is too old; need >= $MIN_RUST (rustup update)."
+command -v node >/dev/null || die "Node.js is missing; install Node.js >= $MIN_NODE."
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge "$MIN_NODE" ] || die "Node.js $(node --version) is too old; need >= $MIN_NODE."
+command -v npm >/dev/null || die "npm is missing (it comes with Node.js)."
+
+apt_packages=(build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
+  librsvg2-dev libxdo-dev libdbus-1-dev libsecret-1-dev)
+if [ "$mode" = test ]; then
+  apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool)
+fi
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || die "apt-get not found: install these yourself: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# UI dependencies, only when the lock file changed since the last install.
+stamp="$here/ui/node_modules/.hearth-lock"
+if ! cmp -s "$here/ui/package-lock.json" "$stamp" 2>/dev/null; then
+  (cd "$here/ui" && npm ci --no-audit --no-fund)
+  cp "$here/ui/package-lock.json" "$stamp"
+fi
+
+if [ "$mode" = test ]; then
+  if ! command -v tauri-driver >/dev/null; then
+    echo "setup: installing tauri-driver"
+    cargo install tauri-driver --locked --version "^2"
+  fi
+fi
+echo "setup: ready ($mode)"

@@ -1,0 +1,15 @@
+fn main() {
+    // Declaring the app's commands makes Tauri generate an `allow-<command>` permission for
+    // each, so every window's capability lists exactly the commands it may call.
+    let manifest = tauri_build::AppManifest::new().commands(&[
+        "get_status",
+        "get_shortcut",
+        "set_shortcut",
+        "toggle_quick_prompt",
+        "hide_quick_prompt",
+        "show_main_window",
+    ]);
+    if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
+        panic!("tauri build step failed: {e:#}");
+    }
+}

@@ -1,0 +1,42 @@
+//! IPC commands: each converts, calls the core façade or a window helper, converts back.
+
+use tauri::{AppHandle, Runtime, State};
+
+use crate::dto::{ErrorDto, ShortcutStatus, StatusDto};
+use crate::state::AppState;
+use crate::{shortcut, windows};
+
+#[tauri::command]
+pub async fn get_status(state: State<'_, AppState>) -> Result<StatusDto, ErrorDto> {
+    let hearth = state.hearth()?.clone();
+    Ok(hearth.status().await?.into())
+}
+
+#[tauri::command]
+pub fn get_shortcut(state: State<'_, AppState>) -> ShortcutStatus {
+    shortcut::current(&state)
+}
+
+#[tauri::command]
+pub fn set_shortcut<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    accelerator: String,
+) -> Result<ShortcutStatus, ErrorDto> {
+    shortcut::change(&app, &state, &accelerator)
+}
+
+#[tauri::command]
+pub fn toggle_quick_prompt<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
+    Ok(windows::toggle_quick_prompt(&app)?)
+}
+
+#[tauri::command]
+pub fn hide_quick_prompt<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
+    Ok(windows::hide_quick_prompt(&app)?)
+}
+
+#[tauri::command]
+pub fn show_main_window<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
+    Ok(windows::show_main(&app)?)
+}

@@ -1,0 +1,19 @@
+// No console window on Windows release builds.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    // For tests and support: print the data folder the app would use, and exit.
+    if std::env::args().any(|a| a == "--print-data-dir") {
+        match hearth_core::paths::default_data_dir() {
+            Ok(dir) => {
+                println!("{}", dir.display());
+                return;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    hearth_desktop::run();
+}

@@ -1,0 +1,300 @@
+//! The real desktop app, started by tauri-driver under Xvfb with an isolated HOME, driven
+//! through WebDriver like a user: open Settings, compare Status with `hearth doctor`, open
+//! the quick prompt the way the tray does, and leave no plaintext anywhere on disk.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hearth_core::store::{OpenOptions, Store};
+use hearth_core::{DataDir, KeyBackend};
+use serde_json::{Value, json};
+
+/// `<target>/debug`, where `make test` built `hearth` and `hearth-desktop`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    exe.parent().and_then(Path::parent).expect("target/debug").to_path_buf()
+}
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts/e2e");
+    std::fs::create_dir_all(&dir).expect("artifacts dir");
+    dir
+}
+
+/// A throw-away HOME with its XDG folders and a Hearth data folder.
+struct Sandbox {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().to_path_buf();
+        for d in ["home", "data", "cache", "config"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        Self { _tmp: tmp, root }
+    }
+
+    fn hearth_home(&self) -> PathBuf {
+        self.root.join("hearth")
+    }
+
+    fn apply(&self, cmd: &mut Command, with_hearth_home: bool) {
+        cmd.env("HOME", self.root.join("home"))
+            .env("XDG_DATA_HOME", self.root.join("data"))
+            .env("XDG_CACHE_HOME", self.root.join("cache"))
+            .env("XDG_CONFIG_HOME", self.root.join("config"))
+            .env("HEARTH_KEY_BACKEND", "keyring")
+            .env_remove("HEARTH_PASSPHRASE");
+        if with_hearth_home {
+            cmd.env("HEARTH_HOME", self.hearth_home());
+        } else {
+            cmd.env_remove("HEARTH_HOME");
+        }
+    }
+
+    fn doctor(&self) -> Value {
+        let mut cmd = Command::new(bin_dir().join("hearth"));
+        cmd.args(["doctor", "--json"]);
+        self.apply(&mut cmd, true);
+        let out = cmd.output().expect("run hearth doctor");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        serde_json::from_slice(&out.stdout).expect("doctor json")
+    }
+}
+
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn start_driver(sandbox: &Sandbox) -> (Driver, u16) {
+    let port = free_port();
+    let native = free_port();
+    let mut cmd = Command::new("tauri-driver");
+    cmd.args(["--port", &port.to_string(), "--native-port", &native.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    sandbox.apply(&mut cmd, true);
+    let child = cmd.spawn().expect("start tauri-driver (scripts/setup.sh test installs it)");
+    (Driver(child), port)
+}
+
+/// Connects to tauri-driver, retrying only the session start (the driver needs a moment).
+async fn connect(port: u16) -> Client {
+    let app = bin_dir().join("hearth-desktop");
+    let mut caps = serde_json::Map::new();
+    caps.insert("tauri:options".into(), json!({ "application": app }));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match ClientBuilder::native()
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(c) => return c,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("waiting for tauri-driver: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("could not start a WebDriver session: {e}"),
+        }
+    }
+}
+
+/// Polls `f` until it returns Some, or fails after a generous deadline.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn status_panel(client: &Client) -> Option<serde_json::Map<String, Value>> {
+    let cells = client.find_all(Locator::Css("dd[data-field]")).await.ok()?;
+    let mut map = serde_json::Map::new();
+    for cell in cells {
+        let field = cell.attr("data-field").await.ok()??;
+        let text = cell.text().await.ok()?;
+        map.insert(field, Value::String(text.trim().to_owned()));
+    }
+    (map.len() >= 11 && map.values().all(|v| v != "")).then_some(map)
+}
+
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+async fn visibility(client: &Client) -> String {
+    client
+        .execute("return document.visibilityState", vec![])
+        .await
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+async fn switch_to_window_with(client: &Client, path_part: &str) -> bool {
+    let Ok(handles) = client.windows().await else { return false };
+    for h in handles {
+        if client.switch_to_window(h).await.is_ok()
+            && client.current_url().await.is_ok_and(|u| u.as_str().contains(path_part))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn screenshot_root(name: &str) {
+    let out = artifacts().join(name);
+    let _ = Command::new("/usr/bin/import").args(["-window", "root"]).arg(&out).status();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the_tray() {
+    assert!(std::env::var_os("DISPLAY").is_some(), "run under xvfb-run (make test does)");
+    assert!(std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(), "run under scripts/with-keyring.sh");
+    let sandbox = Sandbox::new();
+    // Something private in the database before the app starts.
+    let marker = format!("E2E-PRIVATE-MARKER-{}", std::process::id());
+    {
+        let mut opts = OpenOptions::new(DataDir::new(sandbox.hearth_home()));
+        opts.new_key_backend = KeyBackend::Keyring;
+        let store = Store::open(&opts).expect("create store");
+        store.set_setting("profile.note", &marker).expect("write marker");
+    }
+    let doctor = sandbox.doctor();
+
+    let (_driver, port) = start_driver(&sandbox);
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to_window_with(&client, "index.html").await.then_some(())
+    })
+    .await;
+
+    // Settings, the way a user gets there.
+    let settings = eventually("the Settings entry", || async {
+        client.find(Locator::XPath("//nav//*[normalize-space()='Settings']")).await.ok()
+    })
+    .await;
+    settings.click().await.expect("open Settings");
+    let panel = eventually("the Status panel", || status_panel(&client)).await;
+    for (field, value) in doctor.as_object().expect("object") {
+        if field == "warnings" {
+            continue;
+        }
+        assert_eq!(
+            panel.get(field).map(as_text),
+            Some(as_text(value)),
+            "Status panel field {field} differs from `hearth doctor --json`"
+        );
+    }
+    assert_eq!(panel.get("key_backend").map(as_text).as_deref(), Some("keyring"));
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("main-settings.png"), png).expect("save screenshot");
+
+    // The quick prompt starts hidden and opens through the tray's own function.
+    assert!(switch_to_window_with(&client, "quick.html").await, "quick window exists");
+    assert_eq!(visibility(&client).await, "hidden", "quick prompt is hidden at start");
+    assert!(switch_to_window_with(&client, "index.html").await);
+    client
+        .execute(
+            "return window.__TAURI_INTERNALS__.invoke('toggle_quick_prompt', {})",
+            vec![],
+        )
+        .await
+        .expect("invoke toggle_quick_prompt");
+    assert!(switch_to_window_with(&client, "quick.html").await);
+    eventually("the quick prompt to show", || async {
+        (visibility(&client).await == "visible").then_some(())
+    })
+    .await;
+    let input = client
+        .find(Locator::Css("input[aria-label='Ask Hearth']"))
+        .await
+        .expect("quick prompt input");
+    input.send_keys("What's on my calendar?").await.expect("type");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("quick-prompt.png"), png).expect("save screenshot");
+    screenshot_root("screen.png");
+
+    client.close().await.expect("end session");
+    drop(_driver);
+
+    // Nothing Hearth or its webview wrote anywhere under the isolated HOME holds the marker.
+    let leaks = files_containing(&sandbox.root, marker.as_bytes());
+    assert!(leaks.is_empty(), "plaintext marker found in {leaks:?}");
+    assert!(
+        sandbox.hearth_home().join("webview").exists(),
+        "webview data lives under the data folder"
+    );
+}
+
+#[test]
+fn the_app_and_the_cli_agree_on_the_default_data_folder() {
+    let sandbox = Sandbox::new();
+    let mut app = Command::new(bin_dir().join("hearth-desktop"));
+    app.arg("--print-data-dir");
+    sandbox.apply(&mut app, false);
+    let out = app.output().expect("run app");
+    assert!(out.status.success());
+    let app_dir = String::from_utf8(out.stdout).expect("utf8").trim().to_owned();
+
+    let mut cli = Command::new(bin_dir().join("hearth"));
+    cli.args(["doctor", "--json"]);
+    sandbox.apply(&mut cli, false);
+    let out = cli.output().expect("run cli");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["data_dir"].as_str(), Some(app_dir.as_str()));
+    assert_eq!(Path::new(&app_dir), sandbox.root.join("data").join("hearth"));
+}
+
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => {
+                    if std::fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) {
+                        found.push(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}

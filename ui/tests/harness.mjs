@@ -1,0 +1,138 @@
+// Shared test harness: a tiny static server for a built bundle (with the production CSP)
+// and a Chromium session driven by playwright-core. Not a test file itself.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const UI_ROOT = path.resolve(import.meta.dirname, '..');
+export const DIST_MOCK = path.join(UI_ROOT, 'dist-mock');
+export const ARTIFACTS = path.resolve(UI_ROOT, '..', 'artifacts', 'ui');
+
+/** The CSP Tauri will enforce (tauri.conf.json → app.security.csp). */
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src ipc: http://ipc.localhost";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+  '.map': 'application/json',
+};
+
+/** Serve `root` on 127.0.0.1 at a random port. Resolves to { origin, close }. */
+export async function serve(root) {
+  if (!fs.existsSync(path.join(root, 'index.html'))) {
+    throw new Error(`${root}/index.html is missing: run "npm run build:mock" first (npm test does).`);
+  }
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const relative = decodeURIComponent(url.pathname === '/' ? '/index.html' : url.pathname);
+    const file = path.resolve(root, '.' + relative);
+    if (!file.startsWith(root + path.sep)) {
+      res.writeHead(403).end();
+      return;
+    }
+    fs.readFile(file, (error, body) => {
+      if (error) {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'content-security-policy': CSP,
+        'cache-control': 'no-store',
+      });
+      res.end(body);
+    });
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(undefined));
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('server has no port');
+  return {
+    origin: `http://127.0.0.1:${address.port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve(undefined))),
+  };
+}
+
+/**
+ * A fresh Chromium (own temp profile) with one page. Console errors, page errors and
+ * failed requests are collected in `problems`; tests assert it stays empty.
+ *
+ * @param {{ colorScheme?: 'light' | 'dark', viewport?: { width: number, height: number }, bypassCSP?: boolean }} [options]
+ */
+export async function openBrowser(options = {}) {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+  }
+  const profile = await fsp.mkdtemp(path.join(os.tmpdir(), 'hearth-ui-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    colorScheme: options.colorScheme ?? 'light',
+    reducedMotion: 'reduce',
+    viewport: options.viewport ?? { width: 1120, height: 760 },
+    deviceScaleFactor: 1,
+    locale: 'en-US',
+    bypassCSP: options.bypassCSP ?? false,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  /** @type {string[]} */
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') {
+      problems.push(`console.${message.type()}: ${message.text()}`);
+    }
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('requestfailed', (request) => problems.push(`request failed: ${request.url()}`));
+  return {
+    context,
+    page,
+    problems,
+    async close() {
+      await context.close();
+      await fsp.rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Wait until `fn(arg)` is truthy in the page (polls on animation frames; no fixed sleeps). */
+export async function until(page, fn, arg) {
+  await page.waitForFunction(fn, arg, { timeout: 10_000 });
+}
+
+/** Text of the visible <h1> inside <main>. */
+export async function heading(page) {
+  const h1 = page.locator('main h1');
+  await h1.waitFor({ state: 'visible' });
+  return (await h1.textContent())?.trim();
+}
+
+export async function screenshot(page, name) {
+  await fsp.mkdir(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}

@@ -1,0 +1,35 @@
+import { resolve } from 'node:path';
+import { defineConfig } from 'vite';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+
+const root = import.meta.dirname;
+
+// Two HTML entry points: the main window and the quick-prompt window.
+// `vite build` -> dist/ (what Tauri ships); `vite build --mode mock --outDir dist-mock`
+// -> the same app with a fake core, for browser tests.
+export default defineConfig(({ mode }) => ({
+  plugins: [svelte({ emitCss: true })],
+  // Relative asset URLs: the bundle is served by Tauri from its own origin.
+  base: './',
+  clearScreen: false,
+  server: {
+    port: 1420,
+    strictPort: true,
+    host: '127.0.0.1',
+  },
+  envPrefix: ['VITE_', 'TAURI_ENV_'],
+  build: {
+    outDir: mode === 'mock' ? 'dist-mock' : 'dist',
+    emptyOutDir: true,
+    // Never inline assets as data: URLs into JS/CSS; keep everything a real file.
+    assetsInlineLimit: 0,
+    sourcemap: mode === 'mock',
+    cssCodeSplit: true,
+    rolldownOptions: {
+      input: {
+        main: resolve(root, 'index.html'),
+        quick: resolve(root, 'quick.html'),
+      },
+    },
+  },
+}));
