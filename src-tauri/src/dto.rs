@@ -92,7 +92,10 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
 ];
 
 /// Every event: name and TypeScript payload.
-pub const EVENTS: &[(&str, &str)] = &[("store_changed", "null"), ("shortcut_changed", "ShortcutStatus")];
+pub const EVENTS: &[(&str, &str)] = &[
+    ("store_changed", "null"),
+    ("shortcut_changed", "ShortcutStatus"),
+];
 
 /// The text of `commands.ts`.
 pub fn commands_ts() -> String {
@@ -105,13 +108,19 @@ pub fn commands_ts() -> String {
          export type Commands = {\n",
     );
     for (name, args, result) in COMMANDS {
-        s.push_str(&format!("  {name}: {{ args: {args}; result: {result} }};\n"));
+        s.push_str(&format!(
+            "  {name}: {{ args: {args}; result: {result} }};\n"
+        ));
     }
-    s.push_str("};\n\n/** Every event the shell emits and its payload. */\nexport type Events = {\n");
+    s.push_str(
+        "};\n\n/** Every event the shell emits and its payload. */\nexport type Events = {\n",
+    );
     for (name, payload) in EVENTS {
         s.push_str(&format!("  {name}: {payload};\n"));
     }
-    s.push_str("};\n\n/** What a failed command rejects with. */\nexport type CommandError = ErrorDto;\n");
+    s.push_str(
+        "};\n\n/** What a failed command rejects with. */\nexport type CommandError = ErrorDto;\n",
+    );
     s
 }
 
@@ -126,14 +135,18 @@ mod tests {
     /// Writes `commands.ts` (ts-rs writes the type files in its own `export_bindings_*` tests).
     #[test]
     fn export_bindings_commands() {
-        std::fs::write(bindings_dir().join("commands.ts"), commands_ts()).expect("write commands.ts");
+        std::fs::write(bindings_dir().join("commands.ts"), commands_ts())
+            .expect("write commands.ts");
     }
 
     #[test]
     fn command_list_matches_the_permission_manifest() {
         let build_rs = include_str!("../build.rs");
         for (name, _, _) in COMMANDS {
-            assert!(build_rs.contains(&format!("\"{name}\"")), "{name} missing from build.rs");
+            assert!(
+                build_rs.contains(&format!("\"{name}\"")),
+                "{name} missing from build.rs"
+            );
         }
         assert_eq!(build_rs.matches("\",\n").count(), COMMANDS.len());
     }

@@ -75,7 +75,11 @@ pub fn current(state: &AppState) -> ShortcutStatus {
 }
 
 /// Switches to `accelerator`. On failure the previous shortcut stays as it was.
-pub fn change<R: Runtime>(app: &AppHandle<R>, state: &AppState, accelerator: &str) -> Result<ShortcutStatus, ErrorDto> {
+pub fn change<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &AppState,
+    accelerator: &str,
+) -> Result<ShortcutStatus, ErrorDto> {
     let new = parse(accelerator)?;
     let old = current(state);
     let old_shortcut = parse(&old.accelerator).ok().filter(|_| old.registered);
@@ -92,7 +96,10 @@ pub fn change<R: Runtime>(app: &AppHandle<R>, state: &AppState, accelerator: &st
         }
         return Err(ErrorDto::new(
             "shortcut_taken",
-            format!("{} is already in use by another app ({e}); pick another one", accelerator.trim()),
+            format!(
+                "{} is already in use by another app ({e}); pick another one",
+                accelerator.trim()
+            ),
         ));
     }
     let status = ShortcutStatus {

@@ -15,7 +15,10 @@ use serde_json::{Value, json};
 /// `<target>/debug`, where `make test` built `hearth` and `hearth-desktop`.
 fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
-    exe.parent().and_then(Path::parent).expect("target/debug").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/debug")
+        .to_path_buf()
 }
 
 fn artifacts() -> PathBuf {
@@ -63,7 +66,11 @@ impl Sandbox {
         cmd.args(["doctor", "--json"]);
         self.apply(&mut cmd, true);
         let out = cmd.output().expect("run hearth doctor");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         serde_json::from_slice(&out.stdout).expect("doctor json")
     }
 }
@@ -88,11 +95,18 @@ fn start_driver(sandbox: &Sandbox) -> (Driver, u16) {
     let port = free_port();
     let native = free_port();
     let mut cmd = Command::new("tauri-driver");
-    cmd.args(["--port", &port.to_string(), "--native-port", &native.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "--port",
+        &port.to_string(),
+        "--native-port",
+        &native.to_string(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::inherit());
     sandbox.apply(&mut cmd, true);
-    let child = cmd.spawn().expect("start tauri-driver (scripts/setup.sh test installs it)");
+    let child = cmd
+        .spawn()
+        .expect("start tauri-driver (scripts/setup.sh test installs it)");
     (Driver(child), port)
 }
 
@@ -162,10 +176,15 @@ async fn visibility(client: &Client) -> String {
 }
 
 async fn switch_to_window_with(client: &Client, path_part: &str) -> bool {
-    let Ok(handles) = client.windows().await else { return false };
+    let Ok(handles) = client.windows().await else {
+        return false;
+    };
     for h in handles {
         if client.switch_to_window(h).await.is_ok()
-            && client.current_url().await.is_ok_and(|u| u.as_str().contains(path_part))
+            && client
+                .current_url()
+                .await
+                .is_ok_and(|u| u.as_str().contains(path_part))
         {
             return true;
         }
@@ -175,13 +194,22 @@ async fn switch_to_window_with(client: &Client, path_part: &str) -> bool {
 
 fn screenshot_root(name: &str) {
     let out = artifacts().join(name);
-    let _ = Command::new("/usr/bin/import").args(["-window", "root"]).arg(&out).status();
+    let _ = Command::new("/usr/bin/import")
+        .args(["-window", "root"])
+        .arg(&out)
+        .status();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the_tray() {
-    assert!(std::env::var_os("DISPLAY").is_some(), "run under xvfb-run (make test does)");
-    assert!(std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(), "run under scripts/with-keyring.sh");
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "run under scripts/with-keyring.sh"
+    );
     let sandbox = Sandbox::new();
     // Something private in the database before the app starts.
     let marker = format!("E2E-PRIVATE-MARKER-{}", std::process::id());
@@ -189,20 +217,27 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
         let mut opts = OpenOptions::new(DataDir::new(sandbox.hearth_home()));
         opts.new_key_backend = KeyBackend::Keyring;
         let store = Store::open(&opts).expect("create store");
-        store.set_setting("profile.note", &marker).expect("write marker");
+        store
+            .set_setting("profile.note", &marker)
+            .expect("write marker");
     }
     let doctor = sandbox.doctor();
 
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
     eventually("the main window", || async {
-        switch_to_window_with(&client, "index.html").await.then_some(())
+        switch_to_window_with(&client, "index.html")
+            .await
+            .then_some(())
     })
     .await;
 
     // Settings, the way a user gets there.
     let settings = eventually("the Settings entry", || async {
-        client.find(Locator::XPath("//nav//*[normalize-space()='Settings']")).await.ok()
+        client
+            .find(Locator::XPath("//nav//*[normalize-space()='Settings']"))
+            .await
+            .ok()
     })
     .await;
     settings.click().await.expect("open Settings");
@@ -217,13 +252,23 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
             "Status panel field {field} differs from `hearth doctor --json`"
         );
     }
-    assert_eq!(panel.get("key_backend").map(as_text).as_deref(), Some("keyring"));
+    assert_eq!(
+        panel.get("key_backend").map(as_text).as_deref(),
+        Some("keyring")
+    );
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("main-settings.png"), png).expect("save screenshot");
 
     // The quick prompt starts hidden and opens through the tray's own function.
-    assert!(switch_to_window_with(&client, "quick.html").await, "quick window exists");
-    assert_eq!(visibility(&client).await, "hidden", "quick prompt is hidden at start");
+    assert!(
+        switch_to_window_with(&client, "quick.html").await,
+        "quick window exists"
+    );
+    assert_eq!(
+        visibility(&client).await,
+        "hidden",
+        "quick prompt is hidden at start"
+    );
     assert!(switch_to_window_with(&client, "index.html").await);
     client
         .execute(
@@ -241,7 +286,10 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
         .find(Locator::Css("input[aria-label='Ask Hearth']"))
         .await
         .expect("quick prompt input");
-    input.send_keys("What's on my calendar?").await.expect("type");
+    input
+        .send_keys("What's on my calendar?")
+        .await
+        .expect("type");
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("quick-prompt.png"), png).expect("save screenshot");
     screenshot_root("screen.png");
@@ -266,31 +314,45 @@ fn the_app_and_the_cli_agree_on_the_default_data_folder() {
     sandbox.apply(&mut app, false);
     let out = app.output().expect("run app");
     assert!(out.status.success());
-    let app_dir = String::from_utf8(out.stdout).expect("utf8").trim().to_owned();
+    let app_dir = String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_owned();
 
     let mut cli = Command::new(bin_dir().join("hearth"));
     cli.args(["doctor", "--json"]);
     sandbox.apply(&mut cli, false);
     let out = cli.output().expect("run cli");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["data_dir"].as_str(), Some(app_dir.as_str()));
-    assert_eq!(Path::new(&app_dir), sandbox.root.join("data").join("hearth"));
+    assert_eq!(
+        Path::new(&app_dir),
+        sandbox.root.join("data").join("hearth")
+    );
 }
 
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             match e.file_type() {
                 Ok(t) if t.is_dir() => stack.push(p),
-                Ok(t) if t.is_file() => {
-                    if std::fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) {
-                        found.push(p);
-                    }
+                Ok(t)
+                    if t.is_file()
+                        && std::fs::read(&p)
+                            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) =>
+                {
+                    found.push(p);
                 }
                 _ => {}
             }

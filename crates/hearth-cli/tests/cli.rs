@@ -1,7 +1,7 @@
 //! The `hearth` binary as scripts and people use it: output shapes, exit codes, and key
 //! management that survives being killed at any step.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use hearth_core::store::{OpenOptions, Store};
@@ -77,16 +77,34 @@ fn doctor_reports_an_encrypted_database_with_both_search_modules() {
     let home = Home::new();
     let v = home.json(KeyBackend::File, &["doctor", "--json"]);
     assert_eq!(v["data_dir"], home.root.display().to_string());
-    assert_eq!(v["db_path"], home.root.join("hearth.db").display().to_string());
+    assert_eq!(
+        v["db_path"],
+        home.root.join("hearth.db").display().to_string()
+    );
     assert_eq!(v["schema_version"], hearth_core::store::migrations::LATEST);
     assert_eq!(v["encrypted"], true);
     assert_eq!(v["fts5"], true);
     assert_eq!(v["vec0"], true);
     assert_eq!(v["key_backend"], "file");
-    assert!(v["sqlcipher_version"].as_str().is_some_and(|s| !s.is_empty()));
-    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1), "the file backend warns");
+    assert!(
+        v["sqlcipher_version"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+    assert_eq!(
+        v["warnings"].as_array().map(Vec::len),
+        Some(1),
+        "the file backend warns"
+    );
     let mut redacted = v.clone();
-    for k in ["data_dir", "db_path", "db_id", "sqlite_version", "sqlcipher_version", "sqlite_vec_version"] {
+    for k in [
+        "data_dir",
+        "db_path",
+        "db_id",
+        "sqlite_version",
+        "sqlcipher_version",
+        "sqlite_vec_version",
+    ] {
         redacted[k] = Value::String(format!("[{k}]"));
     }
     insta::assert_json_snapshot!("doctor_json", redacted);
@@ -101,8 +119,15 @@ fn doctor_prints_readable_lines_without_json() {
     let out = home.run(KeyBackend::File, &["doctor"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.lines().any(|l| l.starts_with("encrypted") && l.ends_with("true")), "{text}");
-    assert!(text.contains("warning: The database key is stored in a plain file"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("encrypted") && l.ends_with("true")),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: The database key is stored in a plain file"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -127,10 +152,20 @@ fn a_wrong_key_fails_with_a_typed_json_error_and_changes_nothing() {
     let out = home.run(KeyBackend::File, &["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(error_code(&out), "wrong_key");
-    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!all.contains("file is not a database"), "{all}");
-    assert!(!all.contains("hmac check failed"), "SQLCipher's own log leaked: {all}");
-    assert_eq!(before, std::fs::read(home.root.join("hearth.db")).expect("db"));
+    assert!(
+        !all.contains("hmac check failed"),
+        "SQLCipher's own log leaked: {all}"
+    );
+    assert_eq!(
+        before,
+        std::fs::read(home.root.join("hearth.db")).expect("db")
+    );
 }
 
 #[test]
@@ -138,7 +173,10 @@ fn without_a_keyring_hearth_explains_the_fallbacks_and_writes_nothing() {
     let home = Home::new();
     let out = home
         .cmd(KeyBackend::Keyring, &["doctor", "--json"])
-        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/hearth-test-bus")
+        .env(
+            "DBUS_SESSION_BUS_ADDRESS",
+            "unix:path=/nonexistent/hearth-test-bus",
+        )
         .env_remove("DISPLAY")
         .output()
         .expect("run");
@@ -146,8 +184,14 @@ fn without_a_keyring_hearth_explains_the_fallbacks_and_writes_nothing() {
     assert_eq!(error_code(&out), "keyring_unavailable");
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     let msg = v["error"]["message"].as_str().expect("message");
-    assert!(msg.contains("HEARTH_KEY_BACKEND=file") && msg.contains("HEARTH_KEY_BACKEND=passphrase"), "{msg}");
-    assert!(!home.root.exists(), "nothing may be written without a key store");
+    assert!(
+        msg.contains("HEARTH_KEY_BACKEND=file") && msg.contains("HEARTH_KEY_BACKEND=passphrase"),
+        "{msg}"
+    );
+    assert!(
+        !home.root.exists(),
+        "nothing may be written without a key store"
+    );
 }
 
 #[test]
@@ -162,11 +206,17 @@ fn the_default_data_dir_follows_xdg_when_hearth_home_is_unset() {
         .env("HEARTH_KEY_BACKEND", "file")
         .output()
         .expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["data_dir"], xdg.join("hearth").display().to_string());
     assert_eq!(
-        hearth_core::paths::default_data_dir().ok().map(|p| p.starts_with(tmp.path())),
+        hearth_core::paths::default_data_dir()
+            .ok()
+            .map(|p| p.starts_with(tmp.path())),
         Some(false),
         "the test process itself is not redirected"
     );
@@ -211,7 +261,11 @@ fn key_export_needs_confirmation_and_import_restores_a_lost_key() {
     assert_eq!(error_code(&out), "wrong_key");
     let mut import = home.cmd(KeyBackend::File, &["key", "import", "--json"]);
     let out = feed(&mut import, &recovery);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     home.json(KeyBackend::File, &["doctor", "--json"]);
 }
 
@@ -252,7 +306,10 @@ fn crash_at(home: &Home, backend: KeyBackend, args: &[&str], point: &str) {
         .env("HEARTH_NEW_PASSPHRASE", PASSPHRASE)
         .output()
         .expect("run");
-    assert!(!out.status.success(), "{args:?} should have died at {point}");
+    assert!(
+        !out.status.success(),
+        "{args:?} should have died at {point}"
+    );
     assert_eq!(out.status.code(), None, "killed by a signal at {point}");
 }
 
@@ -277,21 +334,39 @@ fn rotate_survives_a_kill_at_every_step(backend: KeyBackend) {
     let home = Home::new();
     let marker = put_marker(&home, backend);
     for point in ["rotate.pending_saved", "rotate.rekeyed", "rotate.promoted"] {
-        let before = home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
+        let before =
+            home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
         crash_at(&home, backend, &["key", "rotate"], point);
-        assert_eq!(read_marker(&home, backend).as_deref(), Some(marker.as_str()), "after a kill at {point}");
-        let after = home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
+        assert_eq!(
+            read_marker(&home, backend).as_deref(),
+            Some(marker.as_str()),
+            "after a kill at {point}"
+        );
+        let after =
+            home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
         if point == "rotate.pending_saved" {
-            assert_eq!(before, after, "a rotation killed before the re-key keeps the old key");
+            assert_eq!(
+                before, after,
+                "a rotation killed before the re-key keeps the old key"
+            );
         } else {
-            assert_ne!(before, after, "a rotation killed after the re-key finishes at next open");
+            assert_ne!(
+                before, after,
+                "a rotation killed after the re-key finishes at next open"
+            );
         }
     }
     let before = home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
-    assert_eq!(home.json(backend, &["key", "rotate", "--json"])["rotated"], true);
+    assert_eq!(
+        home.json(backend, &["key", "rotate", "--json"])["rotated"],
+        true
+    );
     let after = home.json(backend, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
     assert_ne!(before, after);
-    assert_eq!(read_marker(&home, backend).as_deref(), Some(marker.as_str()));
+    assert_eq!(
+        read_marker(&home, backend).as_deref(),
+        Some(marker.as_str())
+    );
 }
 
 #[test]
@@ -314,7 +389,8 @@ fn the_key_moves_between_all_backends_and_a_kill_leaves_no_stray_copy() {
         .as_str()
         .expect("id")
         .to_owned();
-    let recovery = home.json(KeyBackend::File, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
+    let recovery =
+        home.json(KeyBackend::File, &["key", "export", "--yes", "--json"])["recovery_key"].clone();
     let moves = [
         (KeyBackend::File, KeyBackend::Keyring),
         (KeyBackend::Keyring, KeyBackend::Passphrase),
@@ -328,7 +404,11 @@ fn the_key_moves_between_all_backends_and_a_kill_leaves_no_stray_copy() {
                 .as_str()
                 .expect("backend")
                 .to_owned();
-            assert_eq!(key_copies(&home, &id), vec![backend.as_str()], "after a kill at {point} moving {from}→{to}");
+            assert_eq!(
+                key_copies(&home, &id),
+                vec![backend.as_str()],
+                "after a kill at {point} moving {from}→{to}"
+            );
             if backend != from.as_str() {
                 // It got far enough to switch; move it back to test the next step.
                 home.json(to, &["key", "backend", from.as_str(), "--json"]);
@@ -343,6 +423,9 @@ fn the_key_moves_between_all_backends_and_a_kill_leaves_no_stray_copy() {
         assert_eq!(key_copies(&home, &id), vec![to.as_str()]);
         assert_eq!(read_marker(&home, to).as_deref(), Some(marker.as_str()));
         // The key itself never changed, so the recovery key still holds.
-        assert_eq!(home.json(to, &["key", "export", "--yes", "--json"])["recovery_key"], recovery);
+        assert_eq!(
+            home.json(to, &["key", "export", "--yes", "--json"])["recovery_key"],
+            recovery
+        );
     }
 }

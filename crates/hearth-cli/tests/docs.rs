@@ -29,7 +29,11 @@ fn every_commands_help_is_quoted_verbatim_in_the_doc() {
             .expect("run");
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).expect("utf8");
-        let block = format!("```text\n$ hearth {}--help\n{}```", args.iter().map(|a| format!("{a} ")).collect::<String>(), help);
+        let block = format!(
+            "```text\n$ hearth {}--help\n{}```",
+            args.iter().map(|a| format!("{a} ")).collect::<String>(),
+            help
+        );
         assert!(
             doc.contains(&block),
             "docs/cli.md is missing or has an outdated help block for `hearth {}`; expected:\n{block}",
@@ -50,7 +54,10 @@ fn every_doctor_field_is_documented() {
         .expect("run");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     for key in v.as_object().expect("object").keys() {
-        assert!(doc.contains(&format!("| `{key}` |")), "doctor field `{key}` is not in docs/cli.md");
+        assert!(
+            doc.contains(&format!("| `{key}` |")),
+            "doctor field `{key}` is not in docs/cli.md"
+        );
     }
 }
 
@@ -58,10 +65,26 @@ fn every_doctor_field_is_documented() {
 fn every_error_code_the_engine_can_return_is_documented() {
     let doc = doc();
     for code in [
-        "usage", "wrong_key", "key_missing", "keyring_unavailable", "passphrase_required",
-        "wrong_passphrase", "locked", "schema_too_new", "disk_full", "corrupt", "invalid_input",
-        "no_home_dir", "io", "database", "internal", "confirmation_required",
+        "usage",
+        "wrong_key",
+        "key_missing",
+        "keyring_unavailable",
+        "passphrase_required",
+        "wrong_passphrase",
+        "locked",
+        "schema_too_new",
+        "disk_full",
+        "corrupt",
+        "invalid_input",
+        "no_home_dir",
+        "io",
+        "database",
+        "internal",
+        "confirmation_required",
     ] {
-        assert!(doc.contains(&format!("| `{code}` |")), "error code `{code}` is not in docs/cli.md");
+        assert!(
+            doc.contains(&format!("| `{code}` |")),
+            "error code `{code}` is not in docs/cli.md"
+        );
     }
 }

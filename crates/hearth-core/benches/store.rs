@@ -29,7 +29,8 @@ fn fill(conn: &Connection, n: usize) {
             .prepare("INSERT INTO bench_vec (rowid, embedding) VALUES (?1, ?2)")
             .expect("prepare");
         for i in 0..n {
-            stmt.execute(rusqlite::params![i as i64, vector(&mut rng)]).expect("insert");
+            stmt.execute(rusqlite::params![i as i64, vector(&mut rng)])
+                .expect("insert");
         }
     }
     conn.execute_batch("COMMIT").expect("commit");
@@ -47,7 +48,9 @@ fn knn(conn: &Connection, query: &[u8]) -> usize {
 
 fn bench_knn(c: &mut Criterion) {
     let mut group = c.benchmark_group("vec0_knn_384d");
-    group.sample_size(20).measurement_time(Duration::from_secs(8));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let query = vector(&mut rng);
     for n in [10_000usize, 100_000] {
@@ -56,14 +59,17 @@ fn bench_knn(c: &mut Criterion) {
         let mut opts = OpenOptions::new(DataDir::new(tmp.path().join("enc")));
         opts.new_key_backend = KeyBackend::File;
         let store = Store::open(&opts).expect("open");
-        store.write_blocking(|c| {
-            fill(c, n);
-            Ok(())
-        })
-        .expect("fill");
+        store
+            .write_blocking(|c| {
+                fill(c, n);
+                Ok(())
+            })
+            .expect("fill");
         // Plaintext: the same data in an unencrypted SQLite file.
         let plain = Connection::open(tmp.path().join("plain.db")).expect("plain");
-        plain.execute_batch("PRAGMA journal_mode = WAL").expect("wal");
+        plain
+            .execute_batch("PRAGMA journal_mode = WAL")
+            .expect("wal");
         fill(&plain, n);
         for cache_kib in [2_000i64, 256_000] {
             let pragma = format!("PRAGMA cache_size = -{cache_kib}");

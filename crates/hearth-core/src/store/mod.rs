@@ -8,8 +8,8 @@
 pub mod jobs;
 pub mod key;
 mod key_ops;
-mod settings;
 pub mod migrations;
+mod settings;
 mod sidecar;
 mod watch;
 

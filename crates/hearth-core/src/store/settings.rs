@@ -13,8 +13,12 @@ impl Store {
     pub fn setting<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
         let key_owned = key.to_owned();
         let raw: Option<String> = self.read_blocking(move |c| {
-            c.query_row("SELECT value FROM settings WHERE key = ?1", [key_owned], |r| r.get(0))
-                .optional()
+            c.query_row(
+                "SELECT value FROM settings WHERE key = ?1",
+                [key_owned],
+                |r| r.get(0),
+            )
+            .optional()
         })?;
         match raw {
             None => Ok(None),
@@ -56,10 +60,15 @@ mod tests {
         let store = Store::open(&opts).expect("open");
         assert_eq!(store.setting::<String>("shortcut").expect("get"), None);
         store.set_setting("shortcut", &"Alt+Space").expect("set");
-        store.set_setting("shortcut", &"Ctrl+Alt+H").expect("overwrite");
+        store
+            .set_setting("shortcut", &"Ctrl+Alt+H")
+            .expect("overwrite");
         drop(store);
         let store = Store::open(&opts).expect("reopen");
-        assert_eq!(store.setting::<String>("shortcut").expect("get").as_deref(), Some("Ctrl+Alt+H"));
+        assert_eq!(
+            store.setting::<String>("shortcut").expect("get").as_deref(),
+            Some("Ctrl+Alt+H")
+        );
         // A value of another shape reads as unset rather than failing.
         assert_eq!(store.setting::<u32>("shortcut").expect("get"), None);
     }
