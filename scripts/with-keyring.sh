@@ -8,7 +8,12 @@ for tool in dbus-run-session gnome-keyring-daemon; do
   command -v "$tool" >/dev/null || { echo "with-keyring: $tool is missing; run scripts/setup.sh" >&2; exit 1; }
 done
 sandbox=$(mktemp -d "${TMPDIR:-/tmp}/hearth-keyring.XXXXXX")
-trap 'rm -rf "$sandbox"' EXIT
+# The desktop portal may mount a FUSE file system under XDG_RUNTIME_DIR: unmount it first.
+cleanup() {
+  command -v fusermount >/dev/null && fusermount -uz "$sandbox/runtime/doc" 2>/dev/null
+  rm -rf "$sandbox" 2>/dev/null || true
+}
+trap cleanup EXIT
 mkdir -p "$sandbox/home" "$sandbox/data" "$sandbox/cache" "$sandbox/config" "$sandbox/runtime"
 chmod 700 "$sandbox/runtime"
 export HEARTH_IN_KEYRING_SESSION=1

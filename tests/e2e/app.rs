@@ -175,17 +175,27 @@ async fn visibility(client: &Client) -> String {
         .unwrap_or_default()
 }
 
-async fn switch_to_window_with(client: &Client, path_part: &str) -> bool {
+/// Which of the app's two webviews to talk to. The main window is served at the root
+/// (`tauri://localhost`), the quick prompt at `quick.html`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Win {
+    Main,
+    Quick,
+}
+
+async fn switch_to(client: &Client, want: Win) -> bool {
     let Ok(handles) = client.windows().await else {
         return false;
     };
     for h in handles {
-        if client.switch_to_window(h).await.is_ok()
-            && client
-                .current_url()
-                .await
-                .is_ok_and(|u| u.as_str().contains(path_part))
-        {
+        if client.switch_to_window(h).await.is_err() {
+            continue;
+        }
+        let Ok(url) = client.current_url().await else {
+            continue;
+        };
+        let is_quick = url.as_str().contains("quick.html");
+        if is_quick == (want == Win::Quick) {
             return true;
         }
     }
@@ -226,9 +236,7 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
     eventually("the main window", || async {
-        switch_to_window_with(&client, "index.html")
-            .await
-            .then_some(())
+        switch_to(&client, Win::Main).await.then_some(())
     })
     .await;
 
@@ -260,16 +268,13 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     std::fs::write(artifacts().join("main-settings.png"), png).expect("save screenshot");
 
     // The quick prompt starts hidden and opens through the tray's own function.
-    assert!(
-        switch_to_window_with(&client, "quick.html").await,
-        "quick window exists"
-    );
+    assert!(switch_to(&client, Win::Quick).await, "quick window exists");
     assert_eq!(
         visibility(&client).await,
         "hidden",
         "quick prompt is hidden at start"
     );
-    assert!(switch_to_window_with(&client, "index.html").await);
+    assert!(switch_to(&client, Win::Main).await);
     client
         .execute(
             "return window.__TAURI_INTERNALS__.invoke('toggle_quick_prompt', {})",
@@ -277,7 +282,7 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
         )
         .await
         .expect("invoke toggle_quick_prompt");
-    assert!(switch_to_window_with(&client, "quick.html").await);
+    assert!(switch_to(&client, Win::Quick).await);
     eventually("the quick prompt to show", || async {
         (visibility(&client).await == "visible").then_some(())
     })
