@@ -10,8 +10,12 @@ done
 sandbox=$(mktemp -d "${TMPDIR:-/tmp}/hearth-keyring.XXXXXX")
 # The desktop portal may mount a FUSE file system under XDG_RUNTIME_DIR: unmount it first.
 cleanup() {
-  command -v fusermount >/dev/null && fusermount -uz "$sandbox/runtime/doc" 2>/dev/null
+  local status=$?
+  for fm in fusermount3 fusermount; do
+    if command -v "$fm" >/dev/null; then "$fm" -uz "$sandbox/runtime/doc" 2>/dev/null || true; fi
+  done
   rm -rf "$sandbox" 2>/dev/null || true
+  exit "$status"
 }
 trap cleanup EXIT
 mkdir -p "$sandbox/home" "$sandbox/data" "$sandbox/cache" "$sandbox/config" "$sandbox/runtime"

@@ -309,6 +309,17 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
         sandbox.hearth_home().join("webview").exists(),
         "webview data lives under the data folder"
     );
+    // …and nothing of Hearth's lands elsewhere in the home folder (Mesa's GPU shader cache
+    // is the graphics driver's, not ours).
+    let elsewhere: Vec<PathBuf> = ["home", "data", "config", "cache"]
+        .iter()
+        .flat_map(|d| files_under(&sandbox.root.join(d)))
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "mesa_shader_cache"))
+        .collect();
+    assert!(
+        elsewhere.is_empty(),
+        "files written outside the data folder: {elsewhere:?}"
+    );
 }
 
 #[test]
@@ -342,6 +353,13 @@ fn the_app_and_the_cli_agree_on_the_default_data_folder() {
 }
 
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)))
+        .collect()
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
