@@ -23,7 +23,7 @@ command -v npm >/dev/null || die "npm is missing (it comes with Node.js)."
 apt_packages=(build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
   librsvg2-dev libxdo-dev libdbus-1-dev libsecret-1-dev)
 if [ "$mode" = test ]; then
-  apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool)
+  apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool xbindkeys)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

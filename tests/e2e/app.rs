@@ -202,6 +202,15 @@ async fn switch_to(client: &Client, want: Win) -> bool {
     false
 }
 
+/// Presses keys on the X server, as a user would (reaches global grabs).
+fn press_keys(keys: &str) {
+    let status = Command::new("xdotool")
+        .args(["key", keys])
+        .status()
+        .expect("run xdotool");
+    assert!(status.success(), "xdotool key {keys}");
+}
+
 fn screenshot_root(name: &str) {
     let out = artifacts().join(name);
     let _ = Command::new("/usr/bin/import")
@@ -299,6 +308,18 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     std::fs::write(artifacts().join("quick-prompt.png"), png).expect("save screenshot");
     screenshot_root("screen.png");
 
+    // Escape puts it away; the global shortcut brings it back from anywhere.
+    input.send_keys("\u{E00C}").await.expect("press Escape");
+    eventually("Escape to hide the quick prompt", || async {
+        (visibility(&client).await == "hidden").then_some(())
+    })
+    .await;
+    press_keys("ctrl+shift+space");
+    eventually("the global shortcut to show the quick prompt", || async {
+        (visibility(&client).await == "visible").then_some(())
+    })
+    .await;
+
     client.close().await.expect("end session");
     drop(_driver);
 
@@ -319,6 +340,132 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     assert!(
         elsewhere.is_empty(),
         "files written outside the data folder: {elsewhere:?}"
+    );
+}
+
+struct Grabber(Child);
+
+impl Drop for Grabber {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Another app (xbindkeys) holding Ctrl+Shift+Space; returns once its grab is proven live.
+fn occupy_default_shortcut(sandbox: &Sandbox) -> Grabber {
+    let proof = sandbox.root.join("grabbed");
+    let rc = sandbox.root.join("xbindkeysrc");
+    std::fs::write(
+        &rc,
+        format!("\"touch '{}'\"\n  control+shift + space\n", proof.display()),
+    )
+    .expect("rc");
+    let child = Command::new("xbindkeys")
+        .args(["-n", "-f"])
+        .arg(&rc)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start xbindkeys (scripts/setup.sh test installs it)");
+    let grabber = Grabber(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !proof.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "xbindkeys never grabbed the shortcut"
+        );
+        press_keys("ctrl+shift+space");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    grabber
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let sandbox = Sandbox::new();
+    let _grab = occupy_default_shortcut(&sandbox);
+    let (_driver, port) = start_driver(&sandbox);
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    let settings = eventually("the Settings entry", || async {
+        client
+            .find(Locator::XPath("//nav//*[normalize-space()='Settings']"))
+            .await
+            .ok()
+    })
+    .await;
+    settings.click().await.expect("open Settings");
+    // The app kept running and Settings says the shortcut is taken.
+    let warning = eventually("the taken-shortcut warning", || async {
+        client
+            .find(Locator::Css("[data-testid='shortcut-warning']"))
+            .await
+            .ok()
+    })
+    .await;
+    let text = warning.text().await.expect("warning text");
+    assert!(text.contains("in use by another app"), "{text}");
+    client
+        .execute(
+            "document.querySelector(\"[data-testid='shortcut-warning']\").scrollIntoView({block: 'center'})",
+            vec![],
+        )
+        .await
+        .expect("scroll to the warning");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("settings-shortcut-taken.png"), png).expect("save screenshot");
+
+    // Pick another one.
+    let field = client
+        .find(Locator::Css("#shortcut-input"))
+        .await
+        .expect("shortcut field");
+    field.clear().await.expect("clear");
+    field
+        .send_keys("Ctrl+Alt+H\u{E007}")
+        .await
+        .expect("type and press Enter");
+    eventually("the new shortcut to be active", || async {
+        let current = client
+            .find(Locator::Css("[data-testid='shortcut-current']"))
+            .await
+            .ok()?;
+        let accel = current.attr("data-accelerator").await.ok()??;
+        let warning_gone = client
+            .find(Locator::Css("[data-testid='shortcut-warning']"))
+            .await
+            .is_err();
+        (accel == "Ctrl+Alt+H" && warning_gone).then_some(())
+    })
+    .await;
+    // It works from anywhere.
+    press_keys("ctrl+alt+h");
+    assert!(switch_to(&client, Win::Quick).await);
+    eventually("the new shortcut to show the quick prompt", || async {
+        (visibility(&client).await == "visible").then_some(())
+    })
+    .await;
+    client.close().await.expect("end session");
+    drop(_driver);
+
+    // The choice is remembered in the (encrypted) settings.
+    let mut opts = OpenOptions::new(DataDir::new(sandbox.hearth_home()));
+    opts.new_key_backend = KeyBackend::Keyring;
+    let store = Store::open(&opts).expect("open store");
+    assert_eq!(
+        store
+            .setting::<String>("shortcut.quick_prompt")
+            .expect("read")
+            .as_deref(),
+        Some("Ctrl+Alt+H")
     );
 }
 
@@ -370,13 +517,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
             let p = e.path();
             match e.file_type() {
                 Ok(t) if t.is_dir() => stack.push(p),
-                Ok(t)
-                    if t.is_file()
-                        && std::fs::read(&p)
-                            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) =>
-                {
-                    found.push(p);
-                }
+                Ok(t) if t.is_file() => found.push(p),
                 _ => {}
             }
         }
