@@ -10,6 +10,12 @@ export PATH="$HOME/.cargo/bin:$PATH"
 echo "== UI build"
 (cd ui && npm run build >/dev/null)
 
+echo "== Architecture invariant: hearth-core knows nothing of Tauri"
+if cargo tree -p hearth-core -e normal --prefix none | grep -qiE '^(tauri|wry|tao|webkit)'; then
+  echo "hearth-core depends on Tauri/webview crates; see ARCHITECTURE.md" >&2
+  exit 1
+fi
+
 echo "== Rust tests (core, CLI, shell)"
 scripts/with-keyring.sh cargo test --workspace --exclude hearth-e2e --lib --bins --tests
 
