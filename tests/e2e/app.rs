@@ -202,6 +202,22 @@ async fn switch_to(client: &Client, want: Win) -> bool {
     false
 }
 
+/// Waits for the main window and opens Settings the way a user does: its nav entry.
+async fn open_settings(client: &Client) {
+    eventually("the main window", || async {
+        switch_to(client, Win::Main).await.then_some(())
+    })
+    .await;
+    let settings = eventually("the Settings entry", || async {
+        client
+            .find(Locator::XPath("//nav//*[normalize-space()='Settings']"))
+            .await
+            .ok()
+    })
+    .await;
+    settings.click().await.expect("open Settings");
+}
+
 /// Presses keys on the X server, as a user would (reaches global grabs).
 fn press_keys(keys: &str) {
     let status = Command::new("xdotool")
@@ -244,20 +260,7 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
 
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
-    eventually("the main window", || async {
-        switch_to(&client, Win::Main).await.then_some(())
-    })
-    .await;
-
-    // Settings, the way a user gets there.
-    let settings = eventually("the Settings entry", || async {
-        client
-            .find(Locator::XPath("//nav//*[normalize-space()='Settings']"))
-            .await
-            .ok()
-    })
-    .await;
-    settings.click().await.expect("open Settings");
+    open_settings(&client).await;
     let panel = eventually("the Status panel", || status_panel(&client)).await;
     for (field, value) in doctor.as_object().expect("object") {
         if field == "warnings" {
@@ -391,18 +394,7 @@ async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
     let _grab = occupy_default_shortcut(&sandbox);
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
-    eventually("the main window", || async {
-        switch_to(&client, Win::Main).await.then_some(())
-    })
-    .await;
-    let settings = eventually("the Settings entry", || async {
-        client
-            .find(Locator::XPath("//nav//*[normalize-space()='Settings']"))
-            .await
-            .ok()
-    })
-    .await;
-    settings.click().await.expect("open Settings");
+    open_settings(&client).await;
     // The app kept running and Settings says the shortcut is taken.
     let warning = eventually("the taken-shortcut warning", || async {
         client
