@@ -36,7 +36,8 @@ fn every_commands_help_is_quoted_verbatim_in_the_doc() {
         );
         assert!(
             doc.contains(&block),
-            "docs/cli.md is missing or has an outdated help block for `hearth {}`; expected:\n{block}",
+            "docs/cli.md is missing or has an outdated help block for `hearth {}` \
+             (edit docs/cli.md.in, then run `python3 docs/gen-cli-md.py PATH/TO/hearth`); expected:\n{block}",
             args.join(" ")
         );
     }
