@@ -61,10 +61,11 @@ impl Sandbox {
         }
     }
 
-    fn doctor(&self) -> Value {
+    /// `hearth doctor --json` in this sandbox, with or without `HEARTH_HOME`.
+    fn doctor(&self, with_hearth_home: bool) -> Value {
         let mut cmd = Command::new(bin_dir().join("hearth"));
         cmd.args(["doctor", "--json"]);
-        self.apply(&mut cmd, true);
+        self.apply(&mut cmd, with_hearth_home);
         let out = cmd.output().expect("run hearth doctor");
         assert!(
             out.status.success(),
@@ -72,6 +73,13 @@ impl Sandbox {
             String::from_utf8_lossy(&out.stdout)
         );
         serde_json::from_slice(&out.stdout).expect("doctor json")
+    }
+
+    /// The sandbox's store, opened through the engine as the app would.
+    fn store(&self) -> Store {
+        let mut opts = OpenOptions::new(DataDir::new(self.hearth_home()));
+        opts.new_key_backend = KeyBackend::Keyring;
+        Store::open(&opts).expect("open store")
     }
 }
 
@@ -249,14 +257,12 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     // Something private in the database before the app starts.
     let marker = format!("E2E-PRIVATE-MARKER-{}", std::process::id());
     {
-        let mut opts = OpenOptions::new(DataDir::new(sandbox.hearth_home()));
-        opts.new_key_backend = KeyBackend::Keyring;
-        let store = Store::open(&opts).expect("create store");
-        store
+        sandbox
+            .store()
             .set_setting("profile.note", &marker)
             .expect("write marker");
     }
-    let doctor = sandbox.doctor();
+    let doctor = sandbox.doctor(true);
 
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
@@ -449,11 +455,9 @@ async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
     drop(_driver);
 
     // The choice is remembered in the (encrypted) settings.
-    let mut opts = OpenOptions::new(DataDir::new(sandbox.hearth_home()));
-    opts.new_key_backend = KeyBackend::Keyring;
-    let store = Store::open(&opts).expect("open store");
     assert_eq!(
-        store
+        sandbox
+            .store()
             .setting::<String>("shortcut.quick_prompt")
             .expect("read")
             .as_deref(),
@@ -474,16 +478,7 @@ fn the_app_and_the_cli_agree_on_the_default_data_folder() {
         .trim()
         .to_owned();
 
-    let mut cli = Command::new(bin_dir().join("hearth"));
-    cli.args(["doctor", "--json"]);
-    sandbox.apply(&mut cli, false);
-    let out = cli.output().expect("run cli");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = sandbox.doctor(false);
     assert_eq!(v["data_dir"].as_str(), Some(app_dir.as_str()));
     assert_eq!(
         Path::new(&app_dir),
