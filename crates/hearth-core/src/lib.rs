@@ -7,9 +7,12 @@ mod error;
 mod events;
 mod failpoint;
 mod hearth;
+pub mod llm;
 pub mod paths;
 pub mod store;
 pub mod time;
+pub mod tokens;
+pub mod types;
 
 pub use error::{Error, Result};
 pub use events::Event;

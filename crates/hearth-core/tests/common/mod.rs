@@ -1,5 +1,7 @@
-//! Helpers shared by the store's integration tests.
+//! Helpers shared by the integration tests.
 #![allow(dead_code)]
+
+pub mod llm_server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

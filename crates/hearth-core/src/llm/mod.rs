@@ -1,0 +1,197 @@
+//! Talking to LLM providers: one shared HTTP client, streaming, retries and cancellation.
+//!
+//! Wire protocols live in submodules (`openai` for OpenAI-compatible Chat Completions:
+//! OpenAI, Ollama, LM Studio, llama.cpp server, vLLM, OpenRouter). Everything above this
+//! module sees only provider-neutral [`ChatRequest`], [`StreamEvent`] and [`Completion`].
+
+mod error;
+mod openai;
+
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use tokio_util::sync::CancellationToken;
+use zeroize::Zeroizing;
+
+pub use error::LlmError;
+
+use crate::types::{Message, ToolCall, ToolSpec, Usage};
+
+/// A configured provider endpoint.
+#[derive(Clone)]
+pub struct Provider {
+    /// A name for people and logs ("OpenAI", "Ollama", …).
+    pub name: String,
+    /// Base URL including `/v1`, as the OpenAI SDKs take it.
+    pub base_url: String,
+    /// The API key, if the server needs one. Never logged.
+    pub api_key: Option<Zeroizing<String>>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// One request to a chat model.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+/// Something that arrived on the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// More answer text.
+    Text(String),
+    /// The model started a tool call.
+    ToolCallStarted {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// More of a tool call's JSON arguments.
+    ToolCallArguments { index: usize, delta: String },
+}
+
+/// What a call produced (whole, stopped by the user, or up to where it broke).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    /// As the provider said: `stop`, `length`, `tool_calls`, …
+    pub finish_reason: Option<String>,
+    /// True when the user cancelled before the model finished.
+    pub stopped: bool,
+}
+
+/// Retries of transient failures: exponential backoff with jitter; `retry-after` wins.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    pub max_retries: usize,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            max_retries: 4,
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn delays(&self) -> impl Iterator<Item = Duration> {
+        ExponentialBuilder::default()
+            .with_min_delay(self.base_delay)
+            .with_max_delay(self.max_delay)
+            .with_max_times(self.max_retries)
+            .with_jitter()
+            .build()
+    }
+}
+
+/// Timeouts of a provider call.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// Longest wait for the next piece of a stream (models can think a while).
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The one HTTP client for all providers; cheap to clone.
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+/// Whether a failed attempt may be retried, and after how long at the least.
+pub(crate) enum Attempt {
+    Retry {
+        error: LlmError,
+        after: Option<Duration>,
+    },
+    Fail(LlmError),
+}
+
+impl LlmClient {
+    /// A client with the given retry policy and timeouts.
+    pub fn new(retry: RetryPolicy, timeouts: Timeouts) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Client(e.to_string()))?;
+        Ok(Self {
+            http,
+            retry,
+            timeouts,
+        })
+    }
+
+    /// Streams a chat completion, calling `on_event` for each piece as it arrives.
+    ///
+    /// Transient failures before the first piece are retried; after it, a broken stream is
+    /// [`LlmError::Interrupted`] with what had arrived. Cancelling `cancel` ends the call
+    /// before the next piece, closes the connection and returns the partial answer with
+    /// `stopped: true`.
+    pub async fn stream_chat(
+        &self,
+        provider: &Provider,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        mut on_event: impl FnMut(StreamEvent) + Send,
+    ) -> Result<Completion, LlmError> {
+        let mut delays = self.retry.delays();
+        loop {
+            match openai::attempt(
+                &self.http,
+                self.timeouts,
+                provider,
+                request,
+                cancel,
+                &mut on_event,
+            )
+            .await
+            {
+                Ok(done) => return Ok(done),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Retry { error, after }) => {
+                    let Some(backoff) = delays.next() else {
+                        return Err(error);
+                    };
+                    let wait = after.unwrap_or(backoff);
+                    tracing::info!(provider = %provider.name, code = error.code(), wait_ms = wait.as_millis() as u64, "retrying provider call");
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Ok(Completion { stopped: true, ..Completion::default() }),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! OpenAI-compatible Chat Completions with `stream: true` (OpenAI, Ollama, LM Studio,
+//! llama.cpp server, vLLM, OpenRouter).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
+use crate::types::{Message, Role, ToolCall, Usage};
+
+fn role(r: Role) -> &'static str {
+    match r {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    let mut v = json!({ "role": role(m.role), "content": m.content });
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// The request body (public to the crate so context tests can compare bytes).
+pub(crate) fn body(request: &ChatRequest) -> Value {
+    let mut body = json!({
+        "model": request.model,
+        "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(),
+        "stream": true,
+        "stream_options": { "include_usage": true },
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+    }
+    if let Some(n) = request.max_output_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+fn looks_like_context_length(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "context window",
+        "too many tokens",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|p| b.contains(p))
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+/// One try: send, then read the stream to its end.
+pub(crate) async fn attempt(
+    http: &reqwest::Client,
+    timeouts: Timeouts,
+    provider: &Provider,
+    request: &ChatRequest,
+    cancel: &CancellationToken,
+    on_event: &mut (impl FnMut(StreamEvent) + Send),
+) -> Result<Completion, Attempt> {
+    let name = provider.name.clone();
+    let url = format!(
+        "{}/chat/completions",
+        provider.base_url.trim_end_matches('/')
+    );
+    let mut req = http.post(&url).json(&body(request));
+    if let Some(key) = &provider.api_key {
+        req = req.bearer_auth(key.as_str());
+    }
+    let send = tokio::time::timeout(timeouts.idle, req.send());
+    let response = tokio::select! {
+        _ = cancel.cancelled() => return Ok(Completion { stopped: true, ..Completion::default() }),
+        r = send => r,
+    };
+    let response = match response {
+        Err(_) => {
+            return Err(Attempt::Retry {
+                error: LlmError::Unavailable {
+                    provider: name,
+                    detail: "no response in time".into(),
+                },
+                after: None,
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(Attempt::Retry {
+                error: LlmError::Unavailable {
+                    provider: name,
+                    detail: e.to_string(),
+                },
+                after: None,
+            });
+        }
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let code = status.as_u16();
+        return Err(match code {
+            401 | 403 => Attempt::Fail(LlmError::Auth {
+                provider: name,
+                status: code,
+            }),
+            429 => Attempt::Retry {
+                error: LlmError::RateLimited {
+                    provider: name,
+                    retry_after: after,
+                },
+                after,
+            },
+            408 | 500..=599 => Attempt::Retry {
+                error: LlmError::Unavailable {
+                    provider: name,
+                    detail: format!("HTTP {code}: {}", short(&text)),
+                },
+                after,
+            },
+            _ if looks_like_context_length(&text) => Attempt::Fail(LlmError::ContextLength {
+                model: request.model.clone(),
+                detail: short(&text),
+            }),
+            _ => Attempt::Fail(LlmError::BadRequest {
+                provider: name,
+                status: code,
+                detail: short(&text),
+            }),
+        });
+    }
+
+    let mut events = response.bytes_stream().eventsource();
+    let mut out = Completion::default();
+    let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
+    let mut started = false;
+    let mut done = false;
+    let finish = |mut out: Completion, calls: BTreeMap<usize, ToolCall>| {
+        out.tool_calls = calls.into_values().collect();
+        out
+    };
+    loop {
+        let next = tokio::select! {
+            _ = cancel.cancelled() => {
+                out.stopped = true;
+                return Ok(finish(out, calls));
+            }
+            n = tokio::time::timeout(timeouts.idle, events.next()) => n,
+        };
+        let event = match next {
+            Err(_) => Some(Err("the stream went silent".to_owned())),
+            Ok(None) => None,
+            Ok(Some(Err(e))) => Some(Err(e.to_string())),
+            Ok(Some(Ok(ev))) => Some(Ok(ev)),
+        };
+        let ev = match event {
+            None => break,
+            Some(Ok(ev)) => ev,
+            Some(Err(detail)) => {
+                let error = interrupted_or_retry(&name, detail, started, finish(out, calls));
+                return Err(error);
+            }
+        };
+        let data = ev.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(Attempt::Fail(LlmError::Protocol {
+                    provider: name,
+                    detail: format!("a stream event is not JSON ({e})"),
+                }));
+            }
+        };
+        if let Some(err) = chunk.get("error") {
+            let detail = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+                .to_owned();
+            if looks_like_context_length(&detail) {
+                return Err(Attempt::Fail(LlmError::ContextLength {
+                    model: request.model.clone(),
+                    detail,
+                }));
+            }
+            return Err(Attempt::Fail(LlmError::Protocol {
+                provider: name,
+                detail,
+            }));
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
+            let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            out.usage = Some(Usage {
+                input_tokens: n("/prompt_tokens"),
+                output_tokens: n("/completion_tokens"),
+                cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+                cache_write_tokens: 0,
+            });
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            continue;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            out.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else {
+            continue;
+        };
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            started = true;
+            out.text.push_str(text);
+            on_event(StreamEvent::Text(text.to_owned()));
+        }
+        for tc in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            started = true;
+            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let entry = calls.entry(index).or_insert_with(|| ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            let id = tc.get("id").and_then(Value::as_str);
+            let fname = tc.pointer("/function/name").and_then(Value::as_str);
+            if let Some(id) = id {
+                entry.id = id.to_owned();
+            }
+            if let Some(f) = fname {
+                entry.name.push_str(f);
+            }
+            if id.is_some() || fname.is_some() {
+                on_event(StreamEvent::ToolCallStarted {
+                    index,
+                    id: entry.id.clone(),
+                    name: entry.name.clone(),
+                });
+            }
+            if let Some(args) = tc
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+            {
+                entry.arguments.push_str(args);
+                on_event(StreamEvent::ToolCallArguments {
+                    index,
+                    delta: args.to_owned(),
+                });
+            }
+        }
+    }
+    if !done && out.finish_reason.is_none() {
+        let detail = "the stream ended before the answer was complete".to_owned();
+        return Err(interrupted_or_retry(
+            &name,
+            detail,
+            started,
+            finish(out, calls),
+        ));
+    }
+    Ok(finish(out, calls))
+}
+
+/// A broken stream: retried if nothing reached the user yet, else reported with the partial.
+fn interrupted_or_retry(
+    provider: &str,
+    detail: String,
+    started: bool,
+    partial: Completion,
+) -> Attempt {
+    if started {
+        Attempt::Fail(LlmError::Interrupted {
+            provider: provider.to_owned(),
+            detail,
+            partial: Box::new(partial),
+        })
+    } else {
+        Attempt::Retry {
+            error: LlmError::Unavailable {
+                provider: provider.to_owned(),
+                detail,
+            },
+            after: None,
+        }
+    }
+}

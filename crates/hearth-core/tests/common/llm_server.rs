@@ -1,0 +1,239 @@
+//! A scripted LLM server: a real HTTP server on 127.0.0.1 speaking OpenAI-compatible Chat
+//! Completions with SSE streaming. Each test scripts its replies; the server records every
+//! request it got (body and headers) and notices when a client hangs up mid-stream.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// How a scripted stream ends.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    /// `data: [DONE]`.
+    Done,
+    /// The connection is cut without finishing.
+    Drop,
+    /// Nothing more is sent, ever (the client must cancel).
+    Hang,
+}
+
+/// One scripted reply.
+#[derive(Clone)]
+pub enum Reply {
+    /// SSE `data:` payloads sent with `pace` between them, then `end`.
+    Stream {
+        data: Vec<String>,
+        pace: Duration,
+        end: End,
+    },
+    /// A plain HTTP response.
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// A reply computed from the request body.
+    Dynamic(Arc<dyn Fn(&Value) -> Reply + Send + Sync>),
+}
+
+/// A request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub body: Value,
+    pub raw: Bytes,
+    pub authorization: Option<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    replies: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<Seen>>,
+    hung_up: AtomicBool,
+}
+
+/// The running server; stops when dropped.
+pub struct LlmServer {
+    pub base_url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl LlmServer {
+    /// Starts a server that answers with `replies`, in order.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let shared = Arc::new(Shared {
+            replies: Mutex::new(replies.into()),
+            ..Shared::default()
+        });
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            base_url: format!("http://{addr}/v1"),
+            shared,
+            task,
+        }
+    }
+
+    /// Every request so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().expect("lock").clone()
+    }
+
+    /// True once a client closed a stream before it ended.
+    pub fn client_hung_up(&self) -> bool {
+        self.shared.hung_up.load(Ordering::SeqCst)
+    }
+}
+
+/// Text split into OpenAI chunks, then a usage chunk.
+pub fn text_stream(pieces: &[&str], usage: Option<(u64, u64, u64)>) -> Vec<String> {
+    let mut out: Vec<String> = pieces
+        .iter()
+        .map(|p| {
+            json!({"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]})
+                .to_string()
+        })
+        .collect();
+    out.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
+    if let Some((input, output, cached)) = usage {
+        out.push(
+            json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output,
+                   "prompt_tokens_details": {"cached_tokens": cached}}})
+            .to_string(),
+        );
+    }
+    out
+}
+
+pub fn stream(data: Vec<String>) -> Reply {
+    Reply::Stream {
+        data,
+        pace: Duration::ZERO,
+        end: End::Done,
+    }
+}
+
+pub fn status(code: u16, body: &str) -> Reply {
+    Reply::Status {
+        code,
+        headers: Vec::new(),
+        body: body.to_owned(),
+    }
+}
+
+struct HangUpGuard {
+    shared: Arc<Shared>,
+    finished: bool,
+}
+
+impl Drop for HangUpGuard {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared.hung_up.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    shared.seen.lock().expect("lock").push(Seen {
+        body: body.clone(),
+        raw: raw.clone(),
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    });
+    let mut reply = shared.replies.lock().expect("lock").pop_front();
+    while let Some(Reply::Dynamic(f)) = &reply {
+        reply = Some(f(&body));
+    }
+    match reply {
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "no scripted reply left").into_response(),
+        Some(Reply::Status {
+            code,
+            headers,
+            body,
+        }) => {
+            let mut r = Response::builder().status(code);
+            for (k, v) in headers {
+                r = r.header(k, v);
+            }
+            r.body(Body::from(body)).expect("response")
+        }
+        Some(Reply::Stream { data, pace, end }) => {
+            let guard = HangUpGuard {
+                shared: shared.clone(),
+                finished: false,
+            };
+            let items: VecDeque<String> = data.into();
+            let stream = futures_util::stream::unfold(
+                (items, guard, end, false),
+                move |(mut items, mut guard, end, over)| async move {
+                    if over {
+                        return None;
+                    }
+                    if let Some(d) = items.pop_front() {
+                        if !pace.is_zero() {
+                            tokio::time::sleep(pace).await;
+                        }
+                        return Some((
+                            Ok::<Bytes, std::io::Error>(Bytes::from(format!("data: {d}\n\n"))),
+                            (items, guard, end, false),
+                        ));
+                    }
+                    match end {
+                        End::Done => {
+                            guard.finished = true;
+                            Some((
+                                Ok(Bytes::from("data: [DONE]\n\n")),
+                                (items, guard, end, true),
+                            ))
+                        }
+                        End::Drop => {
+                            // Let what was sent reach the client before the connection is cut.
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            guard.finished = true;
+                            Some((
+                                Err(std::io::Error::other("scripted drop")),
+                                (items, guard, end, true),
+                            ))
+                        }
+                        End::Hang => {
+                            std::future::pending::<()>().await;
+                            None
+                        }
+                    }
+                },
+            );
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .expect("response")
+        }
+        Some(Reply::Dynamic(_)) => unreachable!("resolved above"),
+    }
+}
