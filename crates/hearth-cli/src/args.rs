@@ -23,11 +23,40 @@ pub enum Command {
     ///
     /// Creates the data folder and an empty encrypted database if there is none yet.
     Doctor,
+    /// Ask the assistant; the answer streams to stdout.
+    ///
+    /// Prints `conversation: <id>` on stderr. Ctrl-C stops the answer, keeps what arrived
+    /// (marked as stopped) and exits 130. The model comes from HEARTH_PROVIDER_URL (an
+    /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY.
+    Chat {
+        /// Continue this conversation instead of starting a new one.
+        #[arg(long)]
+        conversation: Option<String>,
+        /// The model to use (default: HEARTH_MODEL).
+        #[arg(long)]
+        model: Option<String>,
+        /// Write nothing: no conversation, no messages, no memory.
+        #[arg(long, conflicts_with = "conversation")]
+        temporary: bool,
+        /// Your message.
+        message: String,
+    },
+    /// List and inspect conversations.
+    Conversations {
+        #[command(subcommand)]
+        command: ConversationsCommand,
+    },
     /// Manage the database key.
     Key {
         #[command(subcommand)]
         command: KeyCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConversationsCommand {
+    /// List conversations, most recently active first.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,6 +2,7 @@
 //! Its contract (flags, exit codes, JSON shapes) is `docs/cli.md`.
 
 mod args;
+mod chat;
 mod key;
 mod output;
 mod secrets;
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use hearth_core::{Hearth, OpenOptions};
 
-use args::{Cli, Command, KeyCommand};
+use args::{Cli, Command, ConversationsCommand, KeyCommand};
 use output::{Failure, Out};
 
 fn main() -> ExitCode {
@@ -23,6 +24,19 @@ fn main() -> ExitCode {
     init_logging();
     let out = Out { json: cli.json };
     let result = match cli.command {
+        Command::Chat {
+            conversation,
+            model,
+            temporary,
+            message,
+        } => match chat::chat(&out, conversation, model, temporary, message) {
+            Ok(0) => Ok(()),
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        Command::Conversations {
+            command: ConversationsCommand::List,
+        } => chat::list(&out),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

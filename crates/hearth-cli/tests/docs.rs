@@ -6,6 +6,9 @@ use std::process::Command;
 const COMMANDS: &[&[&str]] = &[
     &[],
     &["doctor"],
+    &["chat"],
+    &["conversations"],
+    &["conversations", "list"],
     &["key"],
     &["key", "export"],
     &["key", "backend"],

@@ -82,6 +82,10 @@ pub enum Error {
     #[error("database error: {0}")]
     Database(String),
 
+    /// A provider call failed.
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+
     /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
     Task(String),
@@ -104,6 +108,7 @@ impl Error {
             Error::NoHomeDir => "no_home_dir",
             Error::Io { .. } => "io",
             Error::Database(_) => "database",
+            Error::Llm(e) => e.code(),
             Error::Task(_) => "internal",
         }
     }

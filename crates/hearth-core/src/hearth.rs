@@ -6,11 +6,17 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::chat::{ChatModel, ChatOptions, TurnOutcome};
+use crate::conversations::Conversations;
 use crate::events::Event;
+use crate::llm::{LlmClient, RetryPolicy, Timeouts};
 use crate::store::{ChangeWatcher, OpenOptions, Store};
 use crate::{Error, Result};
 
 const EVENT_CAPACITY: usize = 256;
+
+/// A `streaming` answer not checkpointed for this long belongs to a turn that died.
+pub const STALE_TURN: Duration = Duration::from_secs(30);
 
 /// How often other processes' commits are looked for.
 pub const CHANGE_POLL_INTERVAL: Duration = Duration::from_millis(300);
@@ -23,6 +29,7 @@ pub struct Hearth {
 
 struct Inner {
     store: Store,
+    llm: LlmClient,
     events: broadcast::Sender<Event>,
     _watcher: Option<ChangeWatcher>,
 }
@@ -67,9 +74,17 @@ impl Hearth {
         } else {
             None
         };
+        let llm = LlmClient::new(RetryPolicy::default(), Timeouts::default())?;
+        let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
+        let marked =
+            crate::conversations::Conversations::new(store.clone()).mark_interrupted(stale)?;
+        if marked > 0 {
+            tracing::info!(marked, "marked answers of turns that died as interrupted");
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
+                llm,
                 events,
                 _watcher: watcher,
             }),
@@ -84,6 +99,31 @@ impl Hearth {
     /// The store, for subsystems built on it.
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Conversation storage.
+    pub fn conversations(&self) -> Conversations {
+        Conversations::new(self.inner.store.clone())
+    }
+
+    /// Runs one chat turn, calling `on_text` with each piece of the answer as it streams.
+    /// Cancelling `cancel` stops the answer and keeps what arrived, marked as stopped.
+    pub async fn chat(
+        &self,
+        model: &ChatModel,
+        options: ChatOptions,
+        cancel: &tokio_util::sync::CancellationToken,
+        on_text: impl FnMut(&str) + Send,
+    ) -> Result<TurnOutcome> {
+        crate::chat::run_turn(
+            &self.inner.store,
+            &self.inner.llm,
+            model,
+            options,
+            cancel,
+            on_text,
+        )
+        .await
     }
 
     /// The status report, on this thread.

@@ -3,6 +3,9 @@
 //! Nothing in this crate knows about Tauri, a UI or a terminal: the desktop shell and the
 //! `hearth` CLI both call [`Hearth`] and listen to its [`Event`]s.
 
+pub mod chat;
+pub mod context;
+pub mod conversations;
 mod error;
 mod events;
 mod failpoint;

@@ -1,16 +1,14 @@
 //! Talking to a provider over real HTTP: streaming, tool-call deltas, usage, retries,
 //! failures classified the way a user needs them, and cancellation.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::llm_server::*;
 use hearth_core::llm::{
     ChatRequest, Completion, LlmClient, LlmError, Provider, RetryPolicy, StreamEvent, Timeouts,
 };
 use hearth_core::types::{Message, ToolSpec, Usage};
+use hearth_testkit::llm_server::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use zeroize::Zeroizing;

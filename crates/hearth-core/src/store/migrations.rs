@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "durable jobs",
         sql: include_str!("migrations/0002_jobs.sql"),
     },
+    Migration {
+        version: 3,
+        name: "conversations, messages and the usage ledger",
+        sql: include_str!("migrations/0003_conversations.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

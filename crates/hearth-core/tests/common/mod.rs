@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod llm_server;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

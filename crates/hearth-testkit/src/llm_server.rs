@@ -1,7 +1,6 @@
 //! A scripted LLM server: a real HTTP server on 127.0.0.1 speaking OpenAI-compatible Chat
 //! Completions with SSE streaming. Each test scripts its replies; the server records every
 //! request it got (body and headers) and notices when a client hangs up mid-stream.
-#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};

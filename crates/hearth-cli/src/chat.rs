@@ -1,0 +1,124 @@
+//! `hearth chat` and `hearth conversations`.
+
+use std::io::Write;
+
+use hearth_core::Hearth;
+use hearth_core::chat::{ChatModel, ChatOptions};
+use hearth_core::llm::Provider;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use zeroize::Zeroizing;
+
+use crate::open_options;
+use crate::output::{Failure, Out};
+
+/// Exit code after Ctrl-C.
+pub const INTERRUPTED: u8 = 130;
+
+/// The one-off provider configured by the environment.
+fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
+    let url = std::env::var("HEARTH_PROVIDER_URL")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let model = model.or_else(|| std::env::var("HEARTH_MODEL").ok().filter(|s| !s.is_empty()));
+    let (Some(base_url), Some(model)) = (url, model) else {
+        return Err(Failure::new(
+            "no_provider",
+            "no model is configured: set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1, \
+             e.g. http://127.0.0.1:11434/v1 for Ollama) and HEARTH_MODEL",
+        ));
+    };
+    let api_key = std::env::var("HEARTH_API_KEY")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(Zeroizing::new);
+    Ok(ChatModel {
+        provider: Provider {
+            name: host_name(&base_url),
+            base_url,
+            api_key,
+        },
+        model,
+    })
+}
+
+fn host_name(url: &str) -> String {
+    url.split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or(url)
+        .to_owned()
+}
+
+/// Runs one turn; returns the exit code (0, or 130 when stopped by Ctrl-C).
+pub fn chat(
+    out: &Out,
+    conversation: Option<String>,
+    model: Option<String>,
+    temporary: bool,
+    message: String,
+) -> Result<u8, Failure> {
+    let model = model_from_env(model)?;
+    let opts = open_options()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new("internal", e.to_string()))?;
+    runtime.block_on(async move {
+        let hearth = Hearth::open_oneshot(&opts)?;
+        let cancel = CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        let json = out.json;
+        let options = ChatOptions {
+            conversation,
+            message,
+            temporary,
+        };
+        let mut stdout = std::io::stdout();
+        let outcome = hearth
+            .chat(&model, options, &cancel, |piece| {
+                if !json {
+                    let _ = stdout.write_all(piece.as_bytes());
+                    let _ = stdout.flush();
+                }
+            })
+            .await?;
+        if !json {
+            println!();
+        }
+        if let Some(id) = &outcome.conversation {
+            eprintln!("conversation: {id}");
+        }
+        if json {
+            out.print_json(&json!({
+                "conversation": outcome.conversation,
+                "answer": outcome.answer,
+                "stopped": outcome.stopped,
+                "usage": outcome.usage,
+            }));
+        }
+        Ok(if outcome.stopped { INTERRUPTED } else { 0 })
+    })
+}
+
+pub fn list(out: &Out) -> Result<(), Failure> {
+    let opts = open_options()?;
+    let hearth = Hearth::open_oneshot(&opts)?;
+    let list = hearth.conversations().list()?;
+    if out.json {
+        out.print_json(&list);
+    } else if list.is_empty() {
+        println!("No conversations yet. Start one with: hearth chat \"hello\"");
+    } else {
+        for c in list {
+            println!("{}  {:>3} messages  {}", c.id, c.messages, c.title);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! `hearth chat` against a scripted provider on 127.0.0.1: what the user sees, what is kept,
+//! what a temporary chat leaves behind, and Ctrl-C.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hearth_core::store::{OpenOptions, Store};
+use hearth_core::{DataDir, KeyBackend};
+use hearth_testkit::llm_server::*;
+use serde_json::Value;
+
+struct Home {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Home {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("hearth");
+        Self { _tmp: tmp, root }
+    }
+
+    fn cmd(&self, server: &LlmServer, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hearth"));
+        c.args(args)
+            .env("HEARTH_HOME", &self.root)
+            .env("HEARTH_KEY_BACKEND", "file")
+            .env("HEARTH_PROVIDER_URL", &server.base_url)
+            .env("HEARTH_MODEL", "gpt-4o-mini")
+            .env("HEARTH_API_KEY", "sk-cli-test")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn store(&self) -> Store {
+        let mut o = OpenOptions::new(DataDir::new(&self.root));
+        o.new_key_backend = KeyBackend::File;
+        Store::open(&o).expect("open store")
+    }
+}
+
+async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run hearth"))
+        .await
+        .expect("join")
+}
+
+fn conversation_id(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| l.strip_prefix("conversation: "))
+        .unwrap_or_else(|| panic!("no conversation id in stderr: {err}"))
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_streams_to_stdout_and_the_conversation_continues() {
+    let server = LlmServer::start(vec![
+        stream(text_stream(&["Hello ", "there!"], Some((20, 3, 0)))),
+        stream(text_stream(&["You said hello."], Some((40, 4, 16)))),
+    ])
+    .await;
+    let home = Home::new();
+    let out = output(home.cmd(&server, &["chat", "hello"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello there!\n");
+    let id = conversation_id(&out);
+
+    let out = output(home.cmd(&server, &["chat", "--conversation", &id, "what did I say?"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(conversation_id(&out), id);
+
+    // The second request carries the first exchange, in order, after the system prompt.
+    let seen = server.seen();
+    let messages = seen[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .clone();
+    let pairs: Vec<(String, String)> = messages
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or("").to_owned(),
+                m["content"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs[0].0, "system");
+    assert_eq!(
+        pairs[1..].to_vec(),
+        vec![
+            ("user".to_owned(), "hello".to_owned()),
+            ("assistant".to_owned(), "Hello there!".to_owned()),
+            ("user".to_owned(), "what did I say?".to_owned()),
+        ]
+    );
+    // Cache-friendly: turn 2's body starts with turn 1's bytes up to turn 1's current message.
+    let first = String::from_utf8(seen[0].raw.to_vec()).expect("utf8");
+    let cut = first
+        .rfind("{\"content\":\"hello\"")
+        .expect("turn 1's message in its body");
+    let second = String::from_utf8(seen[1].raw.to_vec()).expect("utf8");
+    assert!(
+        second.starts_with(&first[..cut]),
+        "the stable prefix changed between turns"
+    );
+
+    let out = output(home.cmd(&server, &["conversations", "list", "--json"])).await;
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["title"], "hello");
+    assert_eq!(list[0]["messages"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_is_one_object_with_the_answer_and_usage() {
+    let server = LlmServer::start(vec![stream(text_stream(&["4"], Some((15, 1, 0))))]).await;
+    let home = Home::new();
+    let out = output(home.cmd(&server, &["chat", "--json", "2+2?"])).await;
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["answer"], "4");
+    assert_eq!(v["stopped"], false);
+    assert_eq!(v["usage"]["input_tokens"], 15);
+    assert!(v["conversation"].as_str().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_chat_leaves_no_content_behind() {
+    let secret = "my bank PIN is 4921";
+    let server = LlmServer::start(vec![stream(text_stream(
+        &["Noted, not kept."],
+        Some((10, 4, 0)),
+    ))])
+    .await;
+    let home = Home::new();
+    let out = output(home.cmd(&server, &["chat", "--temporary", secret])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("conversation:"));
+    let store = home.store();
+    let (conversations, messages, ledger): (i64, i64, (i64, Option<String>, i64)) = store
+        .read_blocking(|c| {
+            Ok((
+                c.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?,
+                c.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?,
+                c.query_row(
+                    "SELECT count(*), max(conversation_id), max(input_tokens) FROM usage_ledger",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )?,
+            ))
+        })
+        .expect("read");
+    assert_eq!((conversations, messages), (0, 0));
+    assert_eq!(ledger, (1, None, 10), "only a content-free usage row");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_answer_keeps_it_and_exits_130() {
+    let data = text_stream(&["The first part "], None)[..1].to_vec();
+    let server = LlmServer::start(vec![Reply::Stream {
+        data,
+        pace: Duration::ZERO,
+        end: End::Hang,
+    }])
+    .await;
+    let home = Home::new();
+    let mut cmd = home.cmd(&server, &["chat", "tell me a long story"]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let shown = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 64];
+        while !String::from_utf8_lossy(&seen).contains("The first part") {
+            let n = stdout.read(&mut buf).expect("read");
+            assert!(n > 0, "stdout closed before the answer started");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        stdout
+    })
+    .await
+    .expect("join");
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait().expect("wait"))
+        .await
+        .expect("join");
+    drop(shown);
+    assert_eq!(status.code(), Some(130));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.client_hung_up() {
+        assert!(Instant::now() < deadline, "the connection was not closed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (content, state): (String, String) = home
+        .store()
+        .read_blocking(|c| {
+            c.query_row(
+                "SELECT content, state FROM messages WHERE role = 'assistant'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+        .expect("answer row");
+    assert_eq!(
+        (content.as_str(), state.as_str()),
+        ("The first part ", "stopped")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_provider_chat_says_how_to_configure_one() {
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    let mut cmd = home.cmd(&server, &["chat", "--json", "hi"]);
+    cmd.env_remove("HEARTH_PROVIDER_URL");
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json error");
+    assert_eq!(v["error"]["code"], "no_provider");
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_api_key_is_reported_and_the_question_is_kept() {
+    let server = LlmServer::start(vec![status(401, "bad key")]).await;
+    let home = Home::new();
+    let out = output(home.cmd(&server, &["chat", "--json", "hello?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json error");
+    assert_eq!(v["error"]["code"], "provider_auth");
+    let states: Vec<(String, String)> = home
+        .store()
+        .read_blocking(|c| {
+            let mut s = c.prepare("SELECT role, state FROM messages ORDER BY id")?;
+            let rows = s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .expect("messages");
+    assert_eq!(
+        states,
+        vec![
+            ("user".to_owned(), "complete".to_owned()),
+            ("assistant".to_owned(), "failed".to_owned())
+        ]
+    );
+}

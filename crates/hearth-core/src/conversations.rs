@@ -1,0 +1,268 @@
+//! Conversations and their messages in the encrypted store. Each message keeps its token
+//! count, computed once when it is written.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use crate::store::Store;
+use crate::time::{Millis, now_millis};
+use crate::tokens::Encoding;
+use crate::types::{Message, Role};
+use crate::{Error, Result};
+
+/// Where an assistant message is in its life; `Streaming` is the turn checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageState {
+    Complete,
+    /// Being written by a running turn.
+    Streaming,
+    /// The user stopped the answer; the text is what had arrived.
+    Stopped,
+    /// The turn died (crash, kill, broken connection); the text is what had arrived.
+    Interrupted,
+    /// The provider call failed before any answer.
+    Failed,
+}
+
+impl MessageState {
+    fn as_str(self) -> &'static str {
+        match self {
+            MessageState::Complete => "complete",
+            MessageState::Streaming => "streaming",
+            MessageState::Stopped => "stopped",
+            MessageState::Interrupted => "interrupted",
+            MessageState::Failed => "failed",
+        }
+    }
+    fn parse(s: &str) -> Self {
+        match s {
+            "streaming" => MessageState::Streaming,
+            "stopped" => MessageState::Stopped,
+            "interrupted" => MessageState::Interrupted,
+            "failed" => MessageState::Failed,
+            _ => MessageState::Complete,
+        }
+    }
+}
+
+fn role_str(r: Role) -> &'static str {
+    match r {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+fn parse_role(s: &str) -> Role {
+    match s {
+        "system" => Role::System,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        _ => Role::User,
+    }
+}
+
+fn encoding_name(e: Encoding) -> &'static str {
+    match e {
+        Encoding::O200kBase => "o200k_base",
+        Encoding::Cl100kBase => "cl100k_base",
+        Encoding::Estimated => "estimated",
+    }
+}
+
+/// A conversation as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConversationSummary {
+    pub id: String,
+    pub title: String,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub messages: u32,
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredMessage {
+    pub id: i64,
+    pub message: Message,
+    pub tokens: u32,
+    pub state: MessageState,
+    pub created_at: Millis,
+}
+
+/// Conversation storage over one store.
+#[derive(Clone)]
+pub struct Conversations {
+    store: Store,
+}
+
+impl Conversations {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// Starts a conversation titled from its first message.
+    pub fn create(&self, first_message: &str) -> Result<String> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let title = title_from(first_message);
+        let id2 = id.clone();
+        self.store.write_blocking(move |c| {
+            let now = now_millis();
+            c.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+                params![id2, title, now],
+            )?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    /// Whether the conversation exists.
+    pub fn exists(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.store.read_blocking(move |c| {
+            c.query_row(
+                "SELECT 1 FROM conversations WHERE id = ?1",
+                [id],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+        })
+    }
+
+    /// Appends a message, counting its tokens with `encoding`; returns its id.
+    pub fn append(
+        &self,
+        conversation: &str,
+        message: &Message,
+        encoding: Encoding,
+        state: MessageState,
+        model: Option<&str>,
+    ) -> Result<i64> {
+        let tokens = encoding.count(&message.content) as i64;
+        let tool_calls = if message.tool_calls.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&message.tool_calls)
+                    .map_err(|e| Error::InvalidInput(e.to_string()))?,
+            )
+        };
+        let (conv, role, content, call_id, model) = (
+            conversation.to_owned(),
+            role_str(message.role),
+            message.content.clone(),
+            message.tool_call_id.clone(),
+            model.map(str::to_owned),
+        );
+        self.store.write_blocking(move |c| {
+            let now = now_millis();
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, tokens, encoding, state, model, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+                params![conv, role, content, tool_calls, call_id, tokens, encoding_name(encoding), state.as_str(), model, now],
+            )?;
+            let id = tx.last_insert_rowid();
+            tx.execute("UPDATE conversations SET updated_at = ?1 WHERE id = ?2", params![now, conv])?;
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    /// Replaces an assistant message's text and state (turn checkpoints and the end of a turn).
+    pub fn update(
+        &self,
+        message_id: i64,
+        content: &str,
+        encoding: Encoding,
+        state: MessageState,
+    ) -> Result<()> {
+        let tokens = encoding.count(content) as i64;
+        let content = content.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE messages SET content = ?1, tokens = ?2, state = ?3, updated_at = ?4 WHERE id = ?5",
+                params![content, tokens, state.as_str(), now_millis(), message_id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Marks answers left `streaming` by a turn that died (not updated since `stale_before`).
+    pub fn mark_interrupted(&self, stale_before: Millis) -> Result<usize> {
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE messages SET state = 'interrupted' WHERE state = 'streaming' AND updated_at < ?1",
+                [stale_before],
+            )
+        })
+    }
+
+    /// The messages of a conversation, oldest first.
+    pub fn messages(&self, conversation: &str) -> Result<Vec<StoredMessage>> {
+        let conv = conversation.to_owned();
+        self.store.read_blocking(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT id, role, content, tool_calls, tool_call_id, tokens, state, created_at
+                 FROM messages WHERE conversation_id = ?1 ORDER BY id",
+            )?;
+            let rows = stmt.query_map([conv], |r| {
+                let calls: Option<String> = r.get(3)?;
+                Ok(StoredMessage {
+                    id: r.get(0)?,
+                    message: Message {
+                        role: parse_role(&r.get::<_, String>(1)?),
+                        content: r.get(2)?,
+                        tool_calls: calls
+                            .and_then(|c| serde_json::from_str(&c).ok())
+                            .unwrap_or_default(),
+                        tool_call_id: r.get(4)?,
+                    },
+                    tokens: r.get(5)?,
+                    state: MessageState::parse(&r.get::<_, String>(6)?),
+                    created_at: r.get(7)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// All conversations, most recently active first.
+    pub fn list(&self) -> Result<Vec<ConversationSummary>> {
+        self.store.read_blocking(|c| {
+            let mut stmt = c.prepare(
+                "SELECT c.id, c.title, c.created_at, c.updated_at, count(m.id)
+                 FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id
+                 GROUP BY c.id ORDER BY c.updated_at DESC, c.id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(ConversationSummary {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    created_at: r.get(2)?,
+                    updated_at: r.get(3)?,
+                    messages: r.get(4)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+}
+
+/// The first line of a message, shortened to a title.
+fn title_from(message: &str) -> String {
+    let line = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
