@@ -269,3 +269,68 @@ async fn a_rejected_api_key_is_reported_and_the_question_is_kept() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_mid_answer_leaves_its_checkpoint_marked_interrupted() {
+    let data = text_stream(&["Half an answer"], None)[..1].to_vec();
+    let server = LlmServer::start(vec![Reply::Stream {
+        data,
+        pace: Duration::ZERO,
+        end: End::Hang,
+    }])
+    .await;
+    let home = Home::new();
+    let mut cmd = home.cmd(&server, &["chat", "explain everything"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    // Wait for the checkpoint to reach the database, then kill the process outright.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let checkpointed = |home: &Home| -> bool {
+        if !home.root.join("hearth.db").exists() {
+            return false;
+        }
+        let mut o = OpenOptions::new(DataDir::new(&home.root));
+        o.new_key_backend = KeyBackend::File;
+        let Ok(store) = Store::open(&o) else {
+            return false;
+        };
+        store
+            .read_blocking(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM messages WHERE role = 'assistant' AND content = 'Half an answer' AND state = 'streaming'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            })
+            .unwrap_or(0)
+            == 1
+    };
+    while !checkpointed(&home) {
+        assert!(
+            Instant::now() < deadline,
+            "the partial answer was never checkpointed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+
+    // The conversation reopens intact; a streaming row nobody touches is the dead turn's.
+    let store = home.store();
+    let convs = hearth_core::conversations::Conversations::new(store.clone());
+    let marked = convs
+        .mark_interrupted(hearth_core::time::now_millis() + 1)
+        .expect("mark");
+    assert_eq!(marked, 1);
+    let id: String = store
+        .read_blocking(|c| c.query_row("SELECT id FROM conversations", [], |r| r.get(0)))
+        .expect("conversation");
+    let messages = convs.messages(&id).expect("messages");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].message.content, "explain everything");
+    assert_eq!(messages[1].message.content, "Half an answer");
+    assert_eq!(
+        messages[1].state,
+        hearth_core::conversations::MessageState::Interrupted
+    );
+}
