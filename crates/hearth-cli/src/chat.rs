@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hearth_core::Hearth;
 use hearth_core::chat::{ChatModel, ChatOptions};
-use hearth_core::llm::Provider;
+use hearth_core::llm::{Protocol, Provider};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use zeroize::Zeroizing;
@@ -35,6 +35,7 @@ fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
     Ok(ChatModel {
         provider: Provider {
             name: host_name(&base_url),
+            protocol: Protocol::OpenAiCompatible,
             base_url,
             api_key,
         },

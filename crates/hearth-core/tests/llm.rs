@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth_core::llm::{
-    ChatRequest, Completion, LlmClient, LlmError, Provider, RetryPolicy, StreamEvent, Timeouts,
+    ChatRequest, Completion, LlmClient, LlmError, Protocol, Provider, RetryPolicy, StreamEvent,
+    Timeouts,
 };
 use hearth_core::types::{Message, ToolSpec, Usage};
 use hearth_testkit::llm_server::*;
@@ -16,6 +17,7 @@ use zeroize::Zeroizing;
 fn provider(server: &LlmServer) -> Provider {
     Provider {
         name: "TestProvider".into(),
+        protocol: Protocol::OpenAiCompatible,
         base_url: server.base_url.clone(),
         api_key: Some(Zeroizing::new("sk-test-123".into())),
     }

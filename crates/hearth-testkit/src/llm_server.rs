@@ -17,8 +17,10 @@ use serde_json::{Value, json};
 /// How a scripted stream ends.
 #[derive(Clone, Copy, Debug)]
 pub enum End {
-    /// `data: [DONE]`.
+    /// `data: [DONE]` (OpenAI).
     Done,
+    /// The body simply ends (Anthropic ends after `message_stop`).
+    Close,
     /// The connection is cut without finishing.
     Drop,
     /// Nothing more is sent, ever (the client must cancel).
@@ -50,6 +52,8 @@ pub struct Seen {
     pub body: Value,
     pub raw: Bytes,
     pub authorization: Option<String>,
+    pub api_key: Option<String>,
+    pub anthropic_version: Option<String>,
 }
 
 #[derive(Default)]
@@ -81,6 +85,7 @@ impl LlmServer {
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/messages", post(chat))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -127,6 +132,34 @@ pub fn text_stream(pieces: &[&str], usage: Option<(u64, u64, u64)>) -> Vec<Strin
     out
 }
 
+/// An Anthropic Messages stream of `pieces` of text. `usage` is (input, cache read,
+/// cache write, output).
+pub fn anthropic_text_stream(pieces: &[&str], usage: (u64, u64, u64, u64)) -> Vec<String> {
+    let (input, read, write, output) = usage;
+    let mut out = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+               "usage": {"input_tokens": input, "cache_read_input_tokens": read, "cache_creation_input_tokens": write, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "ping"}),
+    ];
+    for p in pieces {
+        out.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}));
+    }
+    out.push(json!({"type": "content_block_stop", "index": 0}));
+    out.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": output}}));
+    out.push(json!({"type": "message_stop"}));
+    out.into_iter().map(|v| v.to_string()).collect()
+}
+
+/// A stream that ends by closing the body (as Anthropic's do).
+pub fn closing_stream(data: Vec<String>) -> Reply {
+    Reply::Stream {
+        data,
+        pace: Duration::ZERO,
+        end: End::Close,
+    }
+}
+
 pub fn stream(data: Vec<String>) -> Reply {
     Reply::Stream {
         data,
@@ -148,6 +181,13 @@ struct HangUpGuard {
     finished: bool,
 }
 
+impl HangUpGuard {
+    /// The stream ended as scripted: not a hang-up.
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
 impl Drop for HangUpGuard {
     fn drop(&mut self) {
         if !self.finished {
@@ -158,13 +198,18 @@ impl Drop for HangUpGuard {
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
     shared.seen.lock().expect("lock").push(Seen {
         body: body.clone(),
         raw: raw.clone(),
-        authorization: headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        authorization: header("authorization"),
+        api_key: header("x-api-key"),
+        anthropic_version: header("anthropic-version"),
     });
     let mut reply = shared.replies.lock().expect("lock").pop_front();
     while let Some(Reply::Dynamic(f)) = &reply {
@@ -199,23 +244,37 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
                         if !pace.is_zero() {
                             tokio::time::sleep(pace).await;
                         }
+                        // Anthropic-style payloads carry their event name in "type".
+                        let event = serde_json::from_str::<Value>(&d)
+                            .ok()
+                            .and_then(|v| {
+                                v.get("type")
+                                    .and_then(Value::as_str)
+                                    .map(|t| format!("event: {t}\n"))
+                            })
+                            .unwrap_or_default();
+                        let frame = Bytes::from(format!("{event}data: {d}\n\n"));
                         return Some((
-                            Ok::<Bytes, std::io::Error>(Bytes::from(format!("data: {d}\n\n"))),
+                            Ok::<Bytes, std::io::Error>(frame),
                             (items, guard, end, false),
                         ));
                     }
                     match end {
                         End::Done => {
-                            guard.finished = true;
+                            guard.finish();
                             Some((
                                 Ok(Bytes::from("data: [DONE]\n\n")),
                                 (items, guard, end, true),
                             ))
                         }
+                        End::Close => {
+                            guard.finish();
+                            None
+                        }
                         End::Drop => {
                             // Let what was sent reach the client before the connection is cut.
                             tokio::time::sleep(Duration::from_millis(100)).await;
-                            guard.finished = true;
+                            guard.finish();
                             Some((
                                 Err(std::io::Error::other("scripted drop")),
                                 (items, guard, end, true),

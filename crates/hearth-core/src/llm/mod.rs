@@ -4,7 +4,9 @@
 //! OpenAI, Ollama, LM Studio, llama.cpp server, vLLM, OpenRouter). Everything above this
 //! module sees only provider-neutral [`ChatRequest`], [`StreamEvent`] and [`Completion`].
 
+mod anthropic;
 mod error;
+mod http;
 mod openai;
 
 use std::time::Duration;
@@ -17,11 +19,22 @@ pub use error::LlmError;
 
 use crate::types::{Message, ToolCall, ToolSpec, Usage};
 
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// OpenAI Chat Completions: OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter.
+    #[default]
+    OpenAiCompatible,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
 /// A configured provider endpoint.
 #[derive(Clone)]
 pub struct Provider {
     /// A name for people and logs ("OpenAI", "Ollama", …).
     pub name: String,
+    pub protocol: Protocol,
     /// Base URL including `/v1`, as the OpenAI SDKs take it.
     pub base_url: String,
     /// The API key, if the server needs one. Never logged.
@@ -32,6 +45,7 @@ impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Provider")
             .field("name", &self.name)
+            .field("protocol", &self.protocol)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "…"))
             .finish()
@@ -168,16 +182,16 @@ impl LlmClient {
     ) -> Result<Completion, LlmError> {
         let mut delays = self.retry.delays();
         loop {
-            match openai::attempt(
-                &self.http,
-                self.timeouts,
-                provider,
-                request,
-                cancel,
-                &mut on_event,
-            )
-            .await
-            {
+            let (http, t) = (&self.http, self.timeouts);
+            let attempt = match provider.protocol {
+                Protocol::OpenAiCompatible => {
+                    openai::attempt(http, t, provider, request, cancel, &mut on_event).await
+                }
+                Protocol::Anthropic => {
+                    anthropic::attempt(http, t, provider, request, cancel, &mut on_event).await
+                }
+            };
+            match attempt {
                 Ok(done) => return Ok(done),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, after }) => {

@@ -2,13 +2,11 @@
 //! llama.cpp server, vLLM, OpenRouter).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::http::{self, Next, Sent, looks_like_context_length};
 use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
 use crate::types::{Message, Role, ToolCall, Usage};
 
@@ -60,32 +58,6 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     body
 }
 
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
-}
-
-fn looks_like_context_length(body: &str) -> bool {
-    let b = body.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context window",
-        "too many tokens",
-        "prompt is too long",
-    ]
-    .iter()
-    .any(|p| b.contains(p))
-}
-
-fn short(s: &str) -> String {
-    s.chars().take(300).collect()
-}
-
 /// One try: send, then read the stream to its end.
 pub(crate) async fn attempt(
     http: &reqwest::Client,
@@ -104,69 +76,16 @@ pub(crate) async fn attempt(
     if let Some(key) = &provider.api_key {
         req = req.bearer_auth(key.as_str());
     }
-    let send = tokio::time::timeout(timeouts.idle, req.send());
-    let response = tokio::select! {
-        _ = cancel.cancelled() => return Ok(Completion { stopped: true, ..Completion::default() }),
-        r = send => r,
-    };
-    let response = match response {
-        Err(_) => {
-            return Err(Attempt::Retry {
-                error: LlmError::Unavailable {
-                    provider: name,
-                    detail: "no response in time".into(),
-                },
-                after: None,
+    let response = match http::send(req, timeouts, &name, &request.model, cancel).await? {
+        Sent::Cancelled => {
+            return Ok(Completion {
+                stopped: true,
+                ..Completion::default()
             });
         }
-        Ok(Err(e)) => {
-            return Err(Attempt::Retry {
-                error: LlmError::Unavailable {
-                    provider: name,
-                    detail: e.to_string(),
-                },
-                after: None,
-            });
-        }
-        Ok(Ok(r)) => r,
+        Sent::Response(r) => r,
     };
-    let status = response.status();
-    if !status.is_success() {
-        let after = retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let code = status.as_u16();
-        return Err(match code {
-            401 | 403 => Attempt::Fail(LlmError::Auth {
-                provider: name,
-                status: code,
-            }),
-            429 => Attempt::Retry {
-                error: LlmError::RateLimited {
-                    provider: name,
-                    retry_after: after,
-                },
-                after,
-            },
-            408 | 500..=599 => Attempt::Retry {
-                error: LlmError::Unavailable {
-                    provider: name,
-                    detail: format!("HTTP {code}: {}", short(&text)),
-                },
-                after,
-            },
-            _ if looks_like_context_length(&text) => Attempt::Fail(LlmError::ContextLength {
-                model: request.model.clone(),
-                detail: short(&text),
-            }),
-            _ => Attempt::Fail(LlmError::BadRequest {
-                provider: name,
-                status: code,
-                detail: short(&text),
-            }),
-        });
-    }
-
-    let mut events = response.bytes_stream().eventsource();
+    let mut events = http::events(response);
     let mut out = Completion::default();
     let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
     let mut started = false;
@@ -176,26 +95,16 @@ pub(crate) async fn attempt(
         out
     };
     loop {
-        let next = tokio::select! {
-            _ = cancel.cancelled() => {
+        let ev = match http::next(&mut events, timeouts, cancel).await {
+            Next::Cancelled => {
                 out.stopped = true;
                 return Ok(finish(out, calls));
             }
-            n = tokio::time::timeout(timeouts.idle, events.next()) => n,
-        };
-        let event = match next {
-            Err(_) => Some(Err("the stream went silent".to_owned())),
-            Ok(None) => None,
-            Ok(Some(Err(e))) => Some(Err(e.to_string())),
-            Ok(Some(Ok(ev))) => Some(Ok(ev)),
-        };
-        let ev = match event {
-            None => break,
-            Some(Ok(ev)) => ev,
-            Some(Err(detail)) => {
-                let error = interrupted_or_retry(&name, detail, started, finish(out, calls));
-                return Err(error);
+            Next::End => break,
+            Next::Broken(detail) => {
+                return Err(http::broken(&name, detail, started, finish(out, calls)));
             }
+            Next::Event(ev) => ev,
         };
         let data = ev.data.trim();
         if data.is_empty() {
@@ -301,36 +210,7 @@ pub(crate) async fn attempt(
     }
     if !done && out.finish_reason.is_none() {
         let detail = "the stream ended before the answer was complete".to_owned();
-        return Err(interrupted_or_retry(
-            &name,
-            detail,
-            started,
-            finish(out, calls),
-        ));
+        return Err(http::broken(&name, detail, started, finish(out, calls)));
     }
     Ok(finish(out, calls))
-}
-
-/// A broken stream: retried if nothing reached the user yet, else reported with the partial.
-fn interrupted_or_retry(
-    provider: &str,
-    detail: String,
-    started: bool,
-    partial: Completion,
-) -> Attempt {
-    if started {
-        Attempt::Fail(LlmError::Interrupted {
-            provider: provider.to_owned(),
-            detail,
-            partial: Box::new(partial),
-        })
-    } else {
-        Attempt::Retry {
-            error: LlmError::Unavailable {
-                provider: provider.to_owned(),
-                detail,
-            },
-            after: None,
-        }
-    }
 }
