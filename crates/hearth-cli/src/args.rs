@@ -27,7 +27,9 @@ pub enum Command {
     ///
     /// Prints `conversation: <id>` on stderr. Ctrl-C stops the answer, keeps what arrived
     /// (marked as stopped) and exits 130. The model comes from HEARTH_PROVIDER_URL (an
-    /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY.
+    /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY;
+    /// HEARTH_FAST_MODEL (summaries) defaults to HEARTH_MODEL; HEARTH_CONTEXT_WINDOW
+    /// overrides the model's context window in tokens.
     Chat {
         /// Continue this conversation instead of starting a new one.
         #[arg(long)]

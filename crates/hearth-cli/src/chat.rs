@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use hearth_core::Hearth;
-use hearth_core::chat::{ChatModel, ChatOptions};
+use hearth_core::chat::{ChatModel, ChatOptions, ModelSlots};
 use hearth_core::llm::{Protocol, Provider};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +14,38 @@ use crate::output::{Failure, Out};
 
 /// Exit code after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|s| !s.is_empty())
+}
+
+/// The one-off provider configured by the environment: `main` from `--model` or
+/// HEARTH_MODEL, `fast` from HEARTH_FAST_MODEL (defaults to the main model).
+fn slots_from_env(model: Option<String>) -> Result<ModelSlots, Failure> {
+    let main = model_from_env(model)?;
+    let window = match env("HEARTH_CONTEXT_WINDOW") {
+        None => None,
+        Some(w) => Some(w.parse::<u32>().map_err(|_| {
+            Failure::new(
+                "invalid_input",
+                format!("HEARTH_CONTEXT_WINDOW must be a number of tokens, not {w:?}"),
+            )
+        })?),
+    };
+    let main = ChatModel {
+        context_window: window,
+        ..main
+    };
+    let fast = match env("HEARTH_FAST_MODEL") {
+        Some(m) => ChatModel {
+            model: m,
+            context_window: None,
+            ..main.clone()
+        },
+        None => main.clone(),
+    };
+    Ok(ModelSlots { main, fast })
+}
 
 /// The one-off provider configured by the environment.
 fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
@@ -40,6 +72,7 @@ fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
             api_key,
         },
         model,
+        context_window: None,
     })
 }
 
@@ -59,7 +92,7 @@ pub fn chat(
     temporary: bool,
     message: String,
 ) -> Result<u8, Failure> {
-    let model = model_from_env(model)?;
+    let slots = slots_from_env(model)?;
     let opts = open_options()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -83,7 +116,7 @@ pub fn chat(
         };
         let mut stdout = std::io::stdout();
         let outcome = hearth
-            .chat(&model, options, &cancel, |piece| {
+            .chat(&slots, options, &cancel, |piece| {
                 if !json {
                     let _ = stdout.write_all(piece.as_bytes());
                     let _ = stdout.flush();

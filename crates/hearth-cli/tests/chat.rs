@@ -334,3 +334,104 @@ async fn a_turn_killed_mid_answer_leaves_its_checkpoint_marked_interrupted() {
         hearth_core::conversations::MessageState::Interrupted
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_history_is_summarised_oldest_first_and_the_prompt_fits_a_4k_model() {
+    use hearth_core::conversations::{Conversations, MessageState};
+    use hearth_core::tokens::Encoding;
+    use hearth_core::types::Message;
+
+    // The server answers by what it is asked: summaries for the summariser, else an answer.
+    let server = LlmServer::start(vec![
+        Reply::Dynamic(std::sync::Arc::new(|body: &Value| {
+            let system = body["messages"][0]["content"].as_str().unwrap_or("");
+            let text = if system.contains("rolling summary") {
+                "SUMMARY: the user is Ada, moved to Lisbon."
+            } else {
+                "unexpected"
+            };
+            stream(text_stream(&[text], Some((500, 20, 0))))
+        })),
+        stream(text_stream(&["You are Ada."], Some((900, 4, 0)))),
+        stream(text_stream(&["Lisbon."], Some((950, 2, 0)))),
+    ])
+    .await;
+    let home = Home::new();
+    let enc = Encoding::for_model("gpt-4o-mini");
+    let id = {
+        let convs = Conversations::new(home.store());
+        let id = convs.create("hello").expect("create");
+        for i in 0..20 {
+            let filler =
+                "and then we talked about the garden, the weather and the week ahead ".repeat(10);
+            let m = if i % 2 == 0 {
+                Message::user(format!("turn {i}: my name is Ada; {filler}"))
+            } else {
+                Message::assistant(format!("turn {i}: noted; {filler}"))
+            };
+            convs
+                .append(&id, &m, enc, MessageState::Complete, None)
+                .expect("seed");
+        }
+        id
+    };
+    let mut cmd = home.cmd(
+        &server,
+        &["chat", "--conversation", &id, "what is my name?"],
+    );
+    cmd.env("HEARTH_CONTEXT_WINDOW", "4096")
+        .env("HEARTH_FAST_MODEL", "gpt-4o-mini");
+    let out = output(cmd).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "You are Ada.\n");
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "one summary call, then the answer");
+    let summarised = seen[0].body["messages"][1]["content"]
+        .as_str()
+        .expect("material")
+        .to_owned();
+    assert!(
+        summarised.contains("turn 0:") && summarised.contains("turn 13:"),
+        "the oldest turns are summarised"
+    );
+    assert!(
+        !summarised.contains("turn 14:"),
+        "the last three exchanges stay verbatim"
+    );
+
+    let messages = seen[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .clone();
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(messages[0]["role"], "system");
+    assert!(
+        contents[1].contains("SUMMARY: the user is Ada"),
+        "the summary follows the system prompt"
+    );
+    assert!(contents[2].starts_with("turn 14:") && contents[7].starts_with("turn 19:"));
+    assert_eq!(*contents.last().expect("current"), "what is my name?");
+    assert!(!contents.iter().any(|c| c.starts_with("turn 0:")));
+    // The prompt fits the 4K window with the output reserved, counted with the same encoder.
+    let prompt_tokens: usize = contents.iter().map(|c| enc.count(c) + 4).sum();
+    let max_tokens = seen[1].body["max_tokens"].as_u64().expect("max_tokens") as usize;
+    assert!(
+        prompt_tokens + max_tokens <= (4096.0 * 0.86) as usize,
+        "{prompt_tokens} + {max_tokens}"
+    );
+
+    // The summary is kept, and the next turn reuses it without summarising again.
+    let summary = Conversations::new(home.store())
+        .latest_summary(&id)
+        .expect("read")
+        .expect("saved");
+    assert!(summary.content.starts_with("SUMMARY:"));
+}

@@ -15,6 +15,13 @@ use crate::types::Message;
 pub const EFFECTIVE_FRACTION: f64 = 0.86;
 /// Output reserve cap; small windows reserve a quarter instead.
 pub const OUTPUT_RESERVE: u32 = 4_000;
+/// Introduces the rolling summary in the prompt.
+pub const SUMMARY_HEADER: &str =
+    "Summary of the earlier conversation (older turns are not shown verbatim):";
+/// Compaction starts when history passes this fraction of the effective window (003:331).
+pub const SOFT_LIMIT_FRACTION: f64 = 0.5;
+/// Messages always kept verbatim at compaction: the last three exchanges (003:300).
+pub const KEEP_VERBATIM: usize = 6;
 /// Per-message framing tokens (role markers) that providers add.
 pub const MESSAGE_OVERHEAD: u32 = 4;
 
@@ -49,6 +56,7 @@ pub fn context_window(model: &str) -> u32 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ZoneTokens {
     pub system: u32,
+    pub summary: u32,
     pub history: u32,
     pub current: u32,
     pub output_reserve: u32,
@@ -65,21 +73,32 @@ pub struct Assembled {
     pub dropped: usize,
 }
 
-/// Builds the prompt: `system`, as much `history` as fits (newest kept), then `current`.
-/// `history` carries each message's stored token count.
+/// The effective window: the part of the advertised window we plan to use.
+pub fn effective_window(window: u32) -> u32 {
+    (f64::from(window) * EFFECTIVE_FRACTION) as u32
+}
+
+/// Builds the prompt: `system`, the rolling `summary` if any, as much `history` as fits
+/// (newest kept), then `current`. `history` carries each message's stored token count.
 pub fn assemble(
     system: &str,
+    summary: Option<&str>,
     history: &[(Message, u32)],
     current: &Message,
     encoding: Encoding,
     window: u32,
 ) -> Result<Assembled, String> {
-    let effective = (f64::from(window) * EFFECTIVE_FRACTION) as u32;
+    let effective = effective_window(window);
     let output_reserve = OUTPUT_RESERVE.min(effective / 4);
     let input_budget = effective - output_reserve;
     let system_tokens = encoding.count(system) as u32 + MESSAGE_OVERHEAD;
     let current_tokens = encoding.count(&current.content) as u32 + MESSAGE_OVERHEAD;
-    let fixed = system_tokens + current_tokens;
+    let summary_message = summary.map(|s| Message::system(format!("{SUMMARY_HEADER}\n{s}")));
+    let summary_tokens = summary_message
+        .as_ref()
+        .map(|m| encoding.count(&m.content) as u32 + MESSAGE_OVERHEAD)
+        .unwrap_or(0);
+    let fixed = system_tokens + summary_tokens + current_tokens;
     if fixed > input_budget {
         return Err(format!(
             "the message needs about {current_tokens} tokens, more than the {input_budget} this model can take"
@@ -101,12 +120,14 @@ pub fn assemble(
     kept.reverse();
     let mut messages = Vec::with_capacity(kept.len() + 2);
     messages.push(Message::system(system));
+    messages.extend(summary_message);
     messages.extend(kept);
     messages.push(current.clone());
     Ok(Assembled {
         messages,
         zones: ZoneTokens {
             system: system_tokens,
+            summary: summary_tokens,
             history: history_tokens,
             current: current_tokens,
             output_reserve,
@@ -131,7 +152,7 @@ mod tests {
             })
             .collect();
         let current = Message::user("what did I say last?");
-        let a = assemble("You are Hearth.", &history, &current, enc, 4_096).expect("fits");
+        let a = assemble("You are Hearth.", None, &history, &current, enc, 4_096).expect("fits");
         let total: u32 = a
             .messages
             .iter()
@@ -159,11 +180,26 @@ mod tests {
 
     #[test]
     fn output_is_reserved_first_even_for_small_windows() {
-        let a = assemble("s", &[], &Message::user("hi"), Encoding::O200kBase, 4_096).expect("fits");
+        let a = assemble(
+            "s",
+            None,
+            &[],
+            &Message::user("hi"),
+            Encoding::O200kBase,
+            4_096,
+        )
+        .expect("fits");
         assert_eq!(a.zones.output_reserve, 880);
         assert_eq!(a.zones.input_budget, 3_522 - 880);
-        let big =
-            assemble("s", &[], &Message::user("hi"), Encoding::O200kBase, 128_000).expect("fits");
+        let big = assemble(
+            "s",
+            None,
+            &[],
+            &Message::user("hi"),
+            Encoding::O200kBase,
+            128_000,
+        )
+        .expect("fits");
         assert_eq!(big.zones.output_reserve, OUTPUT_RESERVE);
     }
 }

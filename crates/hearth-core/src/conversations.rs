@@ -92,6 +92,15 @@ pub struct StoredMessage {
     pub created_at: Millis,
 }
 
+/// The latest rolling summary of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Messages with ids up to this one are covered by the summary.
+    pub up_to_message_id: i64,
+    pub content: String,
+    pub tokens: u32,
+}
+
 /// Conversation storage over one store.
 #[derive(Clone)]
 pub struct Conversations {
@@ -228,6 +237,44 @@ impl Conversations {
                 })
             })?;
             rows.collect()
+        })
+    }
+
+    /// The newest summary of a conversation, if it was ever compacted.
+    pub fn latest_summary(&self, conversation: &str) -> Result<Option<Summary>> {
+        let conv = conversation.to_owned();
+        self.store.read_blocking(move |c| {
+            c.query_row(
+                "SELECT up_to_message_id, content, tokens FROM summaries WHERE conversation_id = ?1 ORDER BY id DESC LIMIT 1",
+                [conv],
+                |r| Ok(Summary { up_to_message_id: r.get(0)?, content: r.get(1)?, tokens: r.get(2)? }),
+            )
+            .optional()
+        })
+    }
+
+    /// Stores a new rolling summary covering messages up to `up_to_message_id`.
+    pub fn save_summary(
+        &self,
+        conversation: &str,
+        up_to_message_id: i64,
+        content: &str,
+        encoding: Encoding,
+        model: &str,
+    ) -> Result<()> {
+        let tokens = encoding.count(content) as i64;
+        let (conv, content, model) = (
+            conversation.to_owned(),
+            content.to_owned(),
+            model.to_owned(),
+        );
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "INSERT INTO summaries (conversation_id, up_to_message_id, content, tokens, model, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![conv, up_to_message_id, content, tokens, model, now_millis()],
+            )?;
+            Ok(())
         })
     }
 

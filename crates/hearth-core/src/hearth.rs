@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::chat::{ChatModel, ChatOptions, TurnOutcome};
+use crate::chat::{ChatOptions, ModelSlots, TurnOutcome};
 use crate::conversations::Conversations;
 use crate::events::Event;
 use crate::llm::{LlmClient, RetryPolicy, Timeouts};
@@ -110,7 +110,7 @@ impl Hearth {
     /// Cancelling `cancel` stops the answer and keeps what arrived, marked as stopped.
     pub async fn chat(
         &self,
-        model: &ChatModel,
+        models: &ModelSlots,
         options: ChatOptions,
         cancel: &tokio_util::sync::CancellationToken,
         on_text: impl FnMut(&str) + Send,
@@ -118,7 +118,7 @@ impl Hearth {
         crate::chat::run_turn(
             &self.inner.store,
             &self.inner.llm,
-            model,
+            models,
             options,
             cancel,
             on_text,

@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "conversations, messages and the usage ledger",
         sql: include_str!("migrations/0003_conversations.sql"),
     },
+    Migration {
+        version: 4,
+        name: "rolling summaries",
+        sql: include_str!("migrations/0004_summaries.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
