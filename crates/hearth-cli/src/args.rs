@@ -27,21 +27,30 @@ pub enum Command {
     ///
     /// Prints `conversation: <id>` on stderr. Ctrl-C stops the answer, keeps what arrived
     /// (marked as stopped) and exits 130. The model comes from HEARTH_PROVIDER_URL (an
-    /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY;
+    /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY when set,
+    /// else from the default provider (`hearth providers add`);
     /// HEARTH_FAST_MODEL (summaries) defaults to HEARTH_MODEL; HEARTH_CONTEXT_WINDOW
     /// overrides the model's context window in tokens.
     Chat {
         /// Continue this conversation instead of starting a new one.
         #[arg(long)]
         conversation: Option<String>,
-        /// The model to use (default: HEARTH_MODEL).
+        /// The model to use (default: HEARTH_MODEL, or the provider's model).
         #[arg(long)]
         model: Option<String>,
+        /// Use this configured provider instead of the default one.
+        #[arg(long)]
+        provider: Option<String>,
         /// Write nothing: no conversation, no messages, no memory.
         #[arg(long, conflicts_with = "conversation")]
         temporary: bool,
         /// Your message.
         message: String,
+    },
+    /// Configure model providers (keys go to the system keyring).
+    Providers {
+        #[command(subcommand)]
+        command: ProvidersCommand,
     },
     /// List and inspect conversations.
     Conversations {
@@ -52,6 +61,42 @@ pub enum Command {
     Key {
         #[command(subcommand)]
         command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Add (or replace) a provider. The API key is read from stdin, or asked for on a
+    /// terminal (empty for none); it is stored in the system keyring.
+    Add {
+        /// A short name: letters, digits, '-' and '_'.
+        name: String,
+        /// openai | anthropic | openrouter | ollama | lmstudio | llamacpp | vllm | custom
+        #[arg(long)]
+        preset: String,
+        /// Base URL including /v1 (required for custom; overrides the preset's).
+        #[arg(long)]
+        url: Option<String>,
+        /// The model for answers.
+        #[arg(long)]
+        model: Option<String>,
+        /// The cheaper model for summaries (default: --model).
+        #[arg(long)]
+        fast_model: Option<String>,
+        /// The model's context window in tokens, if the built-in table is wrong.
+        #[arg(long)]
+        context_window: Option<u32>,
+    },
+    /// List providers (never their keys); the default comes first.
+    List,
+    /// Check that a provider answers, and list its models.
+    Test { name: String },
+    /// Remove a provider and its stored key.
+    Remove {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
 }
 

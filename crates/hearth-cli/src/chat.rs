@@ -54,11 +54,7 @@ fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
         .filter(|s| !s.is_empty());
     let model = model.or_else(|| std::env::var("HEARTH_MODEL").ok().filter(|s| !s.is_empty()));
     let (Some(base_url), Some(model)) = (url, model) else {
-        return Err(Failure::new(
-            "no_provider",
-            "no model is configured: set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1, \
-             e.g. http://127.0.0.1:11434/v1 for Ollama) and HEARTH_MODEL",
-        ));
+        return Err(no_provider());
     };
     let api_key = std::env::var("HEARTH_API_KEY")
         .ok()
@@ -76,6 +72,14 @@ fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
     })
 }
 
+fn no_provider() -> Failure {
+    Failure::new(
+        "no_provider",
+        "no model is configured: run `hearth providers add NAME --preset ollama --model llama3.2` (or another \
+         preset), or set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1) and HEARTH_MODEL",
+    )
+}
+
 fn host_name(url: &str) -> String {
     url.split("://")
         .nth(1)
@@ -89,11 +93,19 @@ pub fn chat(
     out: &Out,
     conversation: Option<String>,
     model: Option<String>,
+    provider: Option<String>,
     temporary: bool,
     message: String,
 ) -> Result<u8, Failure> {
-    let slots = slots_from_env(model)?;
     let opts = open_options()?;
+    let slots = if env("HEARTH_PROVIDER_URL").is_some() && provider.is_none() {
+        slots_from_env(model)?
+    } else {
+        let hearth = Hearth::open_oneshot(&opts)?;
+        hearth_core::providers::Providers::new(hearth.store().clone())
+            .slots(provider.as_deref(), model)?
+            .ok_or_else(no_provider)?
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -5,6 +5,7 @@ mod args;
 mod chat;
 mod key;
 mod output;
+mod providers;
 mod secrets;
 
 use std::process::ExitCode;
@@ -27,9 +28,10 @@ fn main() -> ExitCode {
         Command::Chat {
             conversation,
             model,
+            provider,
             temporary,
             message,
-        } => match chat::chat(&out, conversation, model, temporary, message) {
+        } => match chat::chat(&out, conversation, model, provider, temporary, message) {
             Ok(0) => Ok(()),
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::Conversations {
             command: ConversationsCommand::List,
         } => chat::list(&out),
+        Command::Providers { command } => providers::run(&out, command),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

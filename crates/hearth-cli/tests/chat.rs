@@ -435,3 +435,247 @@ async fn a_long_history_is_summarised_oldest_first_and_the_prompt_fits_a_4k_mode
         .expect("saved");
     assert!(summary.content.starts_with("SUMMARY:"));
 }
+
+/// `hearth ARGS` with `stdin` fed, no one-off provider in the environment.
+async fn with_stdin(
+    home: &Home,
+    server: &LlmServer,
+    args: &[&str],
+    backend: &str,
+    stdin: &str,
+) -> Output {
+    use std::io::Write;
+    let mut cmd = home.cmd(server, args);
+    cmd.env_remove("HEARTH_PROVIDER_URL")
+        .env_remove("HEARTH_MODEL")
+        .env_remove("HEARTH_API_KEY")
+        .env("HEARTH_KEY_BACKEND", backend)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let stdin = stdin.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    })
+    .await
+    .expect("join")
+}
+
+fn provider_key_in_keyring(store: &Store, name: &str) -> Option<String> {
+    keyring::Entry::new("hearth", &format!("provider-{}-{name}", store.db_id()))
+        .and_then(|e| e.get_password())
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_added_once_is_used_by_chat_with_its_key_from_the_keyring() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "run under scripts/with-keyring.sh"
+    );
+    let server = LlmServer::start(vec![stream(text_stream(
+        &["Hi from the configured provider."],
+        None,
+    ))])
+    .await;
+    let home = Home::new();
+    let url = server.base_url.clone();
+    let args = [
+        "providers",
+        "add",
+        "work",
+        "--preset",
+        "custom",
+        "--url",
+        &url,
+        "--model",
+        "gpt-4o-mini",
+        "--json",
+    ];
+    let out = with_stdin(&home, &server, &args, "keyring", "sk-from-stdin\n").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let added: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(added["key_location"], "keyring");
+    assert_eq!(added["is_default"], true);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("sk-from-stdin"),
+        "keys are never printed"
+    );
+    let mut o = OpenOptions::new(DataDir::new(&home.root));
+    o.new_key_backend = KeyBackend::Keyring;
+    let store = Store::open(&o).expect("open");
+    assert_eq!(
+        provider_key_in_keyring(&store, "work").as_deref(),
+        Some("sk-from-stdin")
+    );
+    let in_db: Option<String> = store
+        .read_blocking(|c| {
+            c.query_row(
+                "SELECT api_key FROM providers WHERE name = 'work'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .expect("row");
+    assert_eq!(in_db, None, "with a keyring the key is not in the database");
+    drop(store);
+
+    let out = with_stdin(
+        &home,
+        &server,
+        &["providers", "test", "work", "--json"],
+        "keyring",
+        "",
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tested: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(tested["models"][0], "gpt-4o-mini");
+
+    let out = with_stdin(&home, &server, &["chat", "hello"], "keyring", "").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Hi from the configured provider.\n"
+    );
+    let seen = server.seen();
+    assert!(
+        seen.iter()
+            .all(|s| s.authorization.as_deref() == Some("Bearer sk-from-stdin"))
+    );
+    assert_eq!(seen[1].body["model"], "gpt-4o-mini");
+
+    // Removing asks first, then takes the key with it.
+    let out = with_stdin(
+        &home,
+        &server,
+        &["providers", "remove", "work", "--json"],
+        "keyring",
+        "",
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let out = with_stdin(
+        &home,
+        &server,
+        &["providers", "remove", "work", "--yes", "--json"],
+        "keyring",
+        "",
+    )
+    .await;
+    assert!(out.status.success());
+    let store = Store::open(&o).expect("open");
+    assert_eq!(provider_key_in_keyring(&store, "work"), None);
+    let out = with_stdin(&home, &server, &["chat", "--json", "hello"], "keyring", "").await;
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["error"]["code"], "no_provider");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_keyring_the_provider_key_lives_in_the_encrypted_database() {
+    let server = LlmServer::start(vec![stream(text_stream(&["ok"], None))]).await;
+    let home = Home::new();
+    let url = server.base_url.clone();
+    let args = [
+        "providers",
+        "add",
+        "local",
+        "--preset",
+        "custom",
+        "--url",
+        &url,
+        "--model",
+        "llama3.2",
+        "--json",
+    ];
+    let out = with_stdin(&home, &server, &args, "file", "sk-file-backend\n").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let added: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(added["key_location"], "database");
+    let out = with_stdin(&home, &server, &["chat", "hello"], "file", "").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        server.seen()[0].authorization.as_deref(),
+        Some("Bearer sk-file-backend")
+    );
+    // Encrypted at rest: no file in the data folder holds the key in plaintext.
+    for entry in std::fs::read_dir(&home.root).expect("dir").flatten() {
+        if entry.path().is_file() {
+            let bytes = std::fs::read(entry.path()).expect("read");
+            assert!(
+                !bytes.windows(15).any(|w| w == b"sk-file-backend"),
+                "{:?}",
+                entry.path()
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_provider_input_is_refused_clearly() {
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    let out = with_stdin(
+        &home,
+        &server,
+        &["providers", "add", "x", "--preset", "skynet", "--json"],
+        "file",
+        "",
+    )
+    .await;
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["error"]["code"], "invalid_input");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ollama")
+    );
+    let out = with_stdin(
+        &home,
+        &server,
+        &["providers", "add", "x", "--preset", "custom", "--json"],
+        "file",
+        "",
+    )
+    .await;
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--url")
+    );
+    let out = with_stdin(&home, &server, &["providers", "list", "--json"], "file", "").await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        serde_json::json!([])
+    );
+}

@@ -86,6 +86,7 @@ impl LlmServer {
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(chat))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -194,6 +195,25 @@ impl Drop for HangUpGuard {
             self.shared.hung_up.store(true, Ordering::SeqCst);
         }
     }
+}
+
+/// A fixed model list; the request is recorded like any other.
+async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    shared.seen.lock().expect("lock").push(Seen {
+        body: Value::Null,
+        raw: Bytes::new(),
+        authorization: header("authorization"),
+        api_key: header("x-api-key"),
+        anthropic_version: header("anthropic-version"),
+    });
+    axum::Json(json!({"object": "list", "data": [{"id": "gpt-4o-mini"}, {"id": "llama3.2"}]}))
+        .into_response()
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes) -> Response {

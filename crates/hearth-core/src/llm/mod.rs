@@ -167,6 +167,44 @@ impl LlmClient {
         })
     }
 
+    /// The models the provider offers (`GET /models`), to test a connection and pick one.
+    pub async fn list_models(&self, provider: &Provider) -> Result<Vec<String>, LlmError> {
+        let url = format!("{}/models", provider.base_url.trim_end_matches('/'));
+        let mut req = self.http.get(&url);
+        if let Some(key) = &provider.api_key {
+            req = match provider.protocol {
+                Protocol::OpenAiCompatible => req.bearer_auth(key.as_str()),
+                Protocol::Anthropic => req.header("x-api-key", key.as_str()),
+            };
+        }
+        if provider.protocol == Protocol::Anthropic {
+            req = req.header("anthropic-version", anthropic::API_VERSION);
+        }
+        let never = CancellationToken::new();
+        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
+            Ok(http::Sent::Response(r)) => r,
+            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
+            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
+        };
+        let body: serde_json::Value = response.json().await.map_err(|e| LlmError::Protocol {
+            provider: provider.name.clone(),
+            detail: format!("the model list is not JSON ({e})"),
+        })?;
+        let models = body["data"]
+            .as_array()
+            .or_else(|| body["models"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                m["id"]
+                    .as_str()
+                    .or_else(|| m["name"].as_str())
+                    .map(str::to_owned)
+            })
+            .collect();
+        Ok(models)
+    }
+
     /// Streams a chat completion, calling `on_event` for each piece as it arrives.
     ///
     /// Transient failures before the first piece are retried; after it, a broken stream is

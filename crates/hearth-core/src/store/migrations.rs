@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "rolling summaries",
         sql: include_str!("migrations/0004_summaries.sql"),
     },
+    Migration {
+        version: 5,
+        name: "providers",
+        sql: include_str!("migrations/0005_providers.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
