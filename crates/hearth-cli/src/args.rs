@@ -104,6 +104,19 @@ pub enum ProvidersCommand {
 pub enum ConversationsCommand {
     /// List conversations, most recently active first.
     List,
+    /// Show a conversation's messages, with the state of each answer.
+    Show { id: String },
+    /// Find conversations whose title or messages contain TEXT.
+    Search { text: String },
+    /// Give a conversation another title.
+    Rename { id: String, title: String },
+    /// Delete a conversation and all its messages for good.
+    Delete {
+        id: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

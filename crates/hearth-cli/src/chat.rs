@@ -153,18 +153,104 @@ pub fn chat(
     })
 }
 
+fn conversations() -> Result<hearth_core::conversations::Conversations, Failure> {
+    Ok(Hearth::open_oneshot(&open_options()?)?.conversations())
+}
+
+fn not_found(id: &str) -> Failure {
+    Failure::new("not_found", format!("there is no conversation {id}"))
+}
+
+pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
+    let convs = conversations()?;
+    if !convs.exists(id)? {
+        return Err(not_found(id));
+    }
+    let messages = convs.messages(id)?;
+    if out.json {
+        let rows: Vec<_> = messages
+            .iter()
+            .map(|m| {
+                json!({"id": m.id, "role": m.message.role, "content": m.message.content,
+                            "state": m.state, "tokens": m.tokens, "created_at": m.created_at})
+            })
+            .collect();
+        out.print_json(&rows);
+    } else {
+        for m in messages {
+            let role = format!("{:?}", m.message.role).to_lowercase();
+            let state = match m.state {
+                hearth_core::conversations::MessageState::Complete => String::new(),
+                other => format!(
+                    " [{}]",
+                    serde_json::to_value(other)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ),
+            };
+            println!("{role}{state}: {}\n", m.message.content);
+        }
+    }
+    Ok(())
+}
+
+pub fn search(out: &Out, text: &str) -> Result<(), Failure> {
+    print_list(
+        out,
+        conversations()?.search(text)?,
+        "No conversation mentions that.",
+    );
+    Ok(())
+}
+
+pub fn rename(out: &Out, id: &str, title: &str) -> Result<(), Failure> {
+    if !conversations()?.rename(id, title)? {
+        return Err(not_found(id));
+    }
+    if out.json {
+        out.print_json(&json!({"id": id, "title": title.trim()}));
+    } else {
+        println!("Renamed.");
+    }
+    Ok(())
+}
+
+pub fn delete(out: &Out, id: &str, yes: bool) -> Result<(), Failure> {
+    if !yes && !crate::secrets::confirm("Delete this conversation and all its messages for good?") {
+        return Err(Failure::new(
+            "confirmation_required",
+            "not confirmed: run on a terminal and type yes, or pass --yes",
+        ));
+    }
+    if !conversations()?.delete(id)? {
+        return Err(not_found(id));
+    }
+    if out.json {
+        out.print_json(&json!({"deleted": id}));
+    } else {
+        println!("Deleted.");
+    }
+    Ok(())
+}
+
 pub fn list(out: &Out) -> Result<(), Failure> {
-    let opts = open_options()?;
-    let hearth = Hearth::open_oneshot(&opts)?;
-    let list = hearth.conversations().list()?;
+    print_list(
+        out,
+        conversations()?.list()?,
+        "No conversations yet. Start one with: hearth chat \"hello\"",
+    );
+    Ok(())
+}
+
+fn print_list(out: &Out, list: Vec<hearth_core::conversations::ConversationSummary>, empty: &str) {
     if out.json {
         out.print_json(&list);
     } else if list.is_empty() {
-        println!("No conversations yet. Start one with: hearth chat \"hello\"");
+        println!("{empty}");
     } else {
         for c in list {
             println!("{}  {:>3} messages  {}", c.id, c.messages, c.title);
         }
     }
-    Ok(())
 }

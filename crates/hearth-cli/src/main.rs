@@ -36,9 +36,13 @@ fn main() -> ExitCode {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
-        Command::Conversations {
-            command: ConversationsCommand::List,
-        } => chat::list(&out),
+        Command::Conversations { command } => match command {
+            ConversationsCommand::List => chat::list(&out),
+            ConversationsCommand::Show { id } => chat::show(&out, &id),
+            ConversationsCommand::Search { text } => chat::search(&out, &text),
+            ConversationsCommand::Rename { id, title } => chat::rename(&out, &id, &title),
+            ConversationsCommand::Delete { id, yes } => chat::delete(&out, &id, yes),
+        },
         Command::Providers { command } => providers::run(&out, command),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {

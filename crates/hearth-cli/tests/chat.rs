@@ -679,3 +679,136 @@ async fn bad_provider_input_is_refused_clearly() {
         serde_json::json!([])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_length_error_is_retried_once_with_a_smaller_prompt() {
+    use hearth_core::conversations::{Conversations, MessageState};
+    use hearth_core::tokens::Encoding;
+    use hearth_core::types::Message;
+
+    let too_long = serde_json::json!({"error": {"message": "This model's maximum context length is 2048 tokens", "code": "context_length_exceeded"}});
+    let server = LlmServer::start(vec![
+        status(400, &too_long.to_string()),
+        stream(text_stream(&["Short enough now."], None)),
+    ])
+    .await;
+    let home = Home::new();
+    let enc = Encoding::for_model("gpt-4o-mini");
+    let id = {
+        let convs = Conversations::new(home.store());
+        let id = convs.create("hello").expect("create");
+        for i in 0..8 {
+            let m = Message::user(format!(
+                "note {i}: {}",
+                "a fairly long remark about the week ahead ".repeat(22)
+            ));
+            convs
+                .append(&id, &m, enc, MessageState::Complete, None)
+                .expect("seed");
+        }
+        id
+    };
+    let mut cmd = home.cmd(&server, &["chat", "--conversation", &id, "sum it up"]);
+    cmd.env("HEARTH_CONTEXT_WINDOW", "4096");
+    let out = output(cmd).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Short enough now.\n");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "exactly one re-assembly");
+    let count = |i: usize| {
+        seen[i].body["messages"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or(0)
+    };
+    assert!(
+        count(1) < count(0),
+        "the second prompt is smaller ({} vs {})",
+        count(1),
+        count(0)
+    );
+    assert_eq!(
+        seen[1].body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m["content"].clone()),
+        Some(Value::from("sum it up"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_can_be_found_renamed_shown_and_deleted_for_good() {
+    let server = LlmServer::start(vec![
+        stream(text_stream(&["Lisbon is lovely in spring."], None)),
+        stream(text_stream(&["Try sourdough."], None)),
+    ])
+    .await;
+    let home = Home::new();
+    let trip = conversation_id(&output(home.cmd(&server, &["chat", "plan a trip"])).await);
+    let bread = conversation_id(&output(home.cmd(&server, &["chat", "what should I bake?"])).await);
+
+    let json = |out: Output| -> Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let found =
+        json(output(home.cmd(&server, &["conversations", "search", "lisbon", "--json"])).await);
+    assert_eq!(found.as_array().map(Vec::len), Some(1));
+    assert_eq!(found[0]["id"], trip.as_str());
+
+    json(
+        output(home.cmd(
+            &server,
+            &[
+                "conversations",
+                "rename",
+                &trip,
+                "Spring in Lisbon",
+                "--json",
+            ],
+        ))
+        .await,
+    );
+    let shown = json(output(home.cmd(&server, &["conversations", "show", &trip, "--json"])).await);
+    assert_eq!(shown[1]["content"], "Lisbon is lovely in spring.");
+    assert_eq!(shown[1]["state"], "complete");
+    let list = json(output(home.cmd(&server, &["conversations", "list", "--json"])).await);
+    assert!(
+        list.as_array()
+            .expect("array")
+            .iter()
+            .any(|c| c["title"] == "Spring in Lisbon")
+    );
+
+    let refused = output(home.cmd(&server, &["conversations", "delete", &bread, "--json"])).await;
+    assert_eq!(refused.status.code(), Some(1), "deleting asks first");
+    json(
+        output(home.cmd(
+            &server,
+            &["conversations", "delete", &bread, "--yes", "--json"],
+        ))
+        .await,
+    );
+    let (conversations, messages, orphaned_usage): (i64, i64, i64) = home
+        .store()
+        .read_blocking(|c| {
+            Ok((
+                c.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?,
+                c.query_row("SELECT count(*) FROM messages WHERE content LIKE '%bake%' OR content LIKE '%sourdough%'", [], |r| r.get(0))?,
+                c.query_row("SELECT count(*) FROM usage_ledger WHERE conversation_id IS NULL", [], |r| r.get(0))?,
+            ))
+        })
+        .expect("read");
+    assert_eq!((conversations, messages, orphaned_usage), (1, 0, 1));
+    let missing = output(home.cmd(&server, &["conversations", "show", &bread, "--json"])).await;
+    let v: Value = serde_json::from_slice(&missing.stdout).expect("json");
+    assert_eq!(v["error"]["code"], "not_found");
+}

@@ -260,23 +260,53 @@ pub(crate) async fn run_turn(
             }
         })
     });
-    let request = ChatRequest {
-        model: model.model.clone(),
-        messages: assembled.messages,
-        max_output_tokens: Some(assembled.zones.output_reserve),
-        ..ChatRequest::default()
-    };
     let sink = so_far.clone();
-    let result = client
-        .stream_chat(&model.provider, &request, cancel, |event| {
-            if let StreamEvent::Text(t) = event {
-                if let Ok(mut s) = sink.lock() {
-                    s.push_str(&t);
+    let mut zones = assembled.zones;
+    let mut messages = assembled.messages;
+    let mut retried_smaller = false;
+    let result = loop {
+        let request = ChatRequest {
+            model: model.model.clone(),
+            messages: std::mem::take(&mut messages),
+            max_output_tokens: Some(zones.output_reserve),
+            ..ChatRequest::default()
+        };
+        let result = client
+            .stream_chat(&model.provider, &request, cancel, |event| {
+                if let StreamEvent::Text(t) = event {
+                    if let Ok(mut s) = sink.lock() {
+                        s.push_str(&t);
+                    }
+                    on_text(&t);
                 }
-                on_text(&t);
+            })
+            .await;
+        // The model's real window is smaller than we thought: re-assemble once, smaller.
+        if let Err(LlmError::ContextLength { .. }) = &result
+            && !retried_smaller
+        {
+            retried_smaller = true;
+            let smaller = window / 2;
+            tracing::warn!(
+                window,
+                smaller,
+                "context length exceeded; re-assembling with a smaller budget"
+            );
+            if let Ok(again) = context::assemble(
+                SYSTEM_PROMPT,
+                summary.as_deref(),
+                &history,
+                &user,
+                encoding,
+                smaller,
+            ) {
+                zones = again.zones;
+                messages = again.messages;
+                continue;
             }
-        })
-        .await;
+        }
+        break result;
+    };
     if let Some(task) = checkpoints {
         task.abort();
         let _ = task.await;
@@ -326,7 +356,7 @@ pub(crate) async fn run_turn(
         answer: done.text,
         usage: done.usage,
         stopped: done.stopped,
-        zones: assembled.zones,
+        zones,
     })
 }
 

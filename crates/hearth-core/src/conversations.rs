@@ -278,6 +278,70 @@ impl Conversations {
         })
     }
 
+    /// Renames a conversation; false if there is none with that id.
+    pub fn rename(&self, id: &str, title: &str) -> Result<bool> {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(Error::InvalidInput("a title cannot be empty".into()));
+        }
+        let (id, title) = (id.to_owned(), title.to_owned());
+        self.store
+            .write_blocking(move |c| {
+                c.execute(
+                    "UPDATE conversations SET title = ?1 WHERE id = ?2",
+                    params![title, id],
+                )
+            })
+            .map(|n| n > 0)
+    }
+
+    /// Deletes a conversation for real: its messages and summaries go with it (the store
+    /// runs with `secure_delete`), usage rows keep their numbers but lose the link.
+    pub fn delete(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.store
+            .write_blocking(move |c| c.execute("DELETE FROM conversations WHERE id = ?1", [id]))
+            .map(|n| n > 0)
+    }
+
+    /// Conversations whose title or messages contain `query` (case-insensitive for ASCII).
+    pub fn search(&self, query: &str) -> Result<Vec<ConversationSummary>> {
+        let escaped = query
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let pattern = format!("%{escaped}%");
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|c| c.title.to_lowercase().contains(&query.to_lowercase()))
+            .chain(self.store.read_blocking(move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT c.id, c.title, c.created_at, c.updated_at,
+                            (SELECT count(*) FROM messages m2 WHERE m2.conversation_id = c.id)
+                     FROM conversations c
+                     WHERE EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
+                     ORDER BY c.updated_at DESC, c.id",
+                )?;
+                let rows = stmt.query_map([pattern], |r| {
+                    Ok(ConversationSummary {
+                        id: r.get(0)?,
+                        title: r.get(1)?,
+                        created_at: r.get(2)?,
+                        updated_at: r.get(3)?,
+                        messages: r.get(4)?,
+                    })
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })?)
+            .fold(Vec::<ConversationSummary>::new(), |mut acc, c| {
+                if !acc.iter().any(|a| a.id == c.id) {
+                    acc.push(c);
+                }
+                acc
+            }))
+    }
+
     /// All conversations, most recently active first.
     pub fn list(&self) -> Result<Vec<ConversationSummary>> {
         self.store.read_blocking(|c| {
