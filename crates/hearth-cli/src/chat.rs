@@ -3,11 +3,9 @@
 use std::io::Write;
 
 use hearth_core::Hearth;
-use hearth_core::chat::{ChatModel, ChatOptions, ModelSlots};
-use hearth_core::llm::{Protocol, Provider};
+use hearth_core::chat::ChatOptions;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use zeroize::Zeroizing;
 
 use crate::open_options;
 use crate::output::{Failure, Out};
@@ -15,77 +13,8 @@ use crate::output::{Failure, Out};
 /// Exit code after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|s| !s.is_empty())
-}
-
-/// The one-off provider configured by the environment: `main` from `--model` or
-/// HEARTH_MODEL, `fast` from HEARTH_FAST_MODEL (defaults to the main model).
-fn slots_from_env(model: Option<String>) -> Result<ModelSlots, Failure> {
-    let main = model_from_env(model)?;
-    let window = match env("HEARTH_CONTEXT_WINDOW") {
-        None => None,
-        Some(w) => Some(w.parse::<u32>().map_err(|_| {
-            Failure::new(
-                "invalid_input",
-                format!("HEARTH_CONTEXT_WINDOW must be a number of tokens, not {w:?}"),
-            )
-        })?),
-    };
-    let main = ChatModel {
-        context_window: window,
-        ..main
-    };
-    let fast = match env("HEARTH_FAST_MODEL") {
-        Some(m) => ChatModel {
-            model: m,
-            context_window: None,
-            ..main.clone()
-        },
-        None => main.clone(),
-    };
-    Ok(ModelSlots { main, fast })
-}
-
-/// The one-off provider configured by the environment.
-fn model_from_env(model: Option<String>) -> Result<ChatModel, Failure> {
-    let url = std::env::var("HEARTH_PROVIDER_URL")
-        .ok()
-        .filter(|s| !s.is_empty());
-    let model = model.or_else(|| std::env::var("HEARTH_MODEL").ok().filter(|s| !s.is_empty()));
-    let (Some(base_url), Some(model)) = (url, model) else {
-        return Err(no_provider());
-    };
-    let api_key = std::env::var("HEARTH_API_KEY")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(Zeroizing::new);
-    Ok(ChatModel {
-        provider: Provider {
-            name: host_name(&base_url),
-            protocol: Protocol::OpenAiCompatible,
-            base_url,
-            api_key,
-        },
-        model,
-        context_window: None,
-    })
-}
-
 fn no_provider() -> Failure {
-    Failure::new(
-        "no_provider",
-        "no model is configured: run `hearth providers add NAME --preset ollama --model llama3.2` (or another \
-         preset), or set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1) and HEARTH_MODEL",
-    )
-}
-
-fn host_name(url: &str) -> String {
-    url.split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or(url)
-        .to_owned()
+    Failure::new("no_provider", hearth_core::providers::NO_PROVIDER_HINT)
 }
 
 /// Runs one turn; returns the exit code (0, or 130 when stopped by Ctrl-C).
@@ -98,12 +27,9 @@ pub fn chat(
     message: String,
 ) -> Result<u8, Failure> {
     let opts = open_options()?;
-    let slots = if env("HEARTH_PROVIDER_URL").is_some() && provider.is_none() {
-        slots_from_env(model)?
-    } else {
+    let slots = {
         let hearth = Hearth::open_oneshot(&opts)?;
-        hearth_core::providers::Providers::new(hearth.store().clone())
-            .slots(provider.as_deref(), model)?
+        hearth_core::providers::resolve_slots(hearth.store(), provider.as_deref(), model)?
             .ok_or_else(no_provider)?
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

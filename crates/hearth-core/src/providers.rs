@@ -355,3 +355,74 @@ fn row_to_config(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProviderConfig> {
         is_default: r.get(8)?,
     })
 }
+
+/// What `hearth chat` and the app say when no model is configured.
+pub const NO_PROVIDER_HINT: &str = "No model is configured yet. Add one with `hearth providers add NAME --preset ollama \
+--model llama3.2` (or another preset), or set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1) \
+and HEARTH_MODEL.";
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|s| !s.is_empty())
+}
+
+/// The one-off provider of the environment (HEARTH_PROVIDER_URL, HEARTH_MODEL or `model`,
+/// HEARTH_API_KEY, HEARTH_FAST_MODEL, HEARTH_CONTEXT_WINDOW), if HEARTH_PROVIDER_URL is set.
+pub fn slots_from_env(model: Option<String>) -> Result<Option<ModelSlots>> {
+    let Some(base_url) = env("HEARTH_PROVIDER_URL") else {
+        return Ok(None);
+    };
+    let Some(model) = model.or_else(|| env("HEARTH_MODEL")) else {
+        return Err(Error::InvalidInput(
+            "HEARTH_PROVIDER_URL is set but HEARTH_MODEL is not".into(),
+        ));
+    };
+    let context_window = match env("HEARTH_CONTEXT_WINDOW") {
+        None => None,
+        Some(w) => Some(w.parse::<u32>().map_err(|_| {
+            Error::InvalidInput(format!(
+                "HEARTH_CONTEXT_WINDOW must be a number of tokens, not {w:?}"
+            ))
+        })?),
+    };
+    let name = base_url
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or(&base_url)
+        .to_owned();
+    let provider = Provider {
+        name,
+        protocol: Protocol::OpenAiCompatible,
+        base_url,
+        api_key: env("HEARTH_API_KEY").map(Zeroizing::new),
+    };
+    let main = ChatModel {
+        provider,
+        model,
+        context_window,
+    };
+    let fast = match env("HEARTH_FAST_MODEL") {
+        Some(m) => ChatModel {
+            model: m,
+            context_window: None,
+            ..main.clone()
+        },
+        None => main.clone(),
+    };
+    Ok(Some(ModelSlots { main, fast }))
+}
+
+/// The models to use: the environment's one-off provider unless a provider is named, else
+/// the named or default configured provider; `None` when nothing is configured.
+pub fn resolve_slots(
+    store: &Store,
+    provider: Option<&str>,
+    model: Option<String>,
+) -> Result<Option<ModelSlots>> {
+    if provider.is_none()
+        && let Some(slots) = slots_from_env(model.clone())?
+    {
+        return Ok(Some(slots));
+    }
+    Providers::new(store.clone()).slots(provider, model)
+}
