@@ -8,6 +8,12 @@ fn main() {
         "toggle_quick_prompt",
         "hide_quick_prompt",
         "show_main_window",
+        "chat_status",
+        "list_conversations",
+        "get_messages",
+        "send_message",
+        "stop_turn",
+        "delete_conversation",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         panic!("tauri build step failed: {e:#}");

@@ -1,6 +1,7 @@
 //! Hearth's desktop shell: thin. Windows, tray, global shortcut and IPC commands over the
 //! `hearth-core` façade; no product logic lives here.
 
+mod chat_cmd;
 mod cmd;
 pub mod dto;
 mod shortcut;
@@ -51,6 +52,12 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             cmd::toggle_quick_prompt,
             cmd::hide_quick_prompt,
             cmd::show_main_window,
+            chat_cmd::chat_status,
+            chat_cmd::list_conversations,
+            chat_cmd::get_messages,
+            chat_cmd::send_message,
+            chat_cmd::stop_turn,
+            chat_cmd::delete_conversation,
         ])
         .on_window_event(windows::on_window_event)
         .setup(|app| {
@@ -63,6 +70,8 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                     registered: false,
                     error: None,
                 }),
+                turns: Mutex::new(std::collections::HashMap::new()),
+                next_turn: std::sync::atomic::AtomicU64::new(1),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {

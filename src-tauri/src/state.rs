@@ -1,6 +1,10 @@
 //! What the shell keeps between commands.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+use tokio_util::sync::CancellationToken;
 
 use hearth_core::Hearth;
 
@@ -12,6 +16,9 @@ pub struct AppState {
     pub hearth: Result<Hearth, ErrorDto>,
     /// The quick-prompt shortcut as last registered (or not).
     pub shortcut: Mutex<ShortcutStatus>,
+    /// Turns streaming now, by id, so the UI can stop them.
+    pub turns: Mutex<HashMap<u64, CancellationToken>>,
+    pub next_turn: AtomicU64,
 }
 
 impl AppState {

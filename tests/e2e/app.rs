@@ -53,7 +53,10 @@ impl Sandbox {
             .env("XDG_CACHE_HOME", self.root.join("cache"))
             .env("XDG_CONFIG_HOME", self.root.join("config"))
             .env("HEARTH_KEY_BACKEND", "keyring")
-            .env_remove("HEARTH_PASSPHRASE");
+            .env_remove("HEARTH_PASSPHRASE")
+            .env_remove("HEARTH_PROVIDER_URL")
+            .env_remove("HEARTH_MODEL")
+            .env_remove("HEARTH_API_KEY");
         if with_hearth_home {
             cmd.env("HEARTH_HOME", self.hearth_home());
         } else {
@@ -100,6 +103,11 @@ fn free_port() -> u16 {
 }
 
 fn start_driver(sandbox: &Sandbox) -> (Driver, u16) {
+    start_driver_with(sandbox, &[])
+}
+
+/// tauri-driver (and so the app) with extra environment.
+fn start_driver_with(sandbox: &Sandbox, env: &[(&str, &str)]) -> (Driver, u16) {
     let port = free_port();
     let native = free_port();
     let mut cmd = Command::new("tauri-driver");
@@ -112,6 +120,7 @@ fn start_driver(sandbox: &Sandbox) -> (Driver, u16) {
     .stdout(Stdio::null())
     .stderr(Stdio::inherit());
     sandbox.apply(&mut cmd, true);
+    cmd.envs(env.iter().copied());
     let child = cmd
         .spawn()
         .expect("start tauri-driver (scripts/setup.sh test installs it)");
@@ -463,6 +472,83 @@ async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
             .as_deref(),
         Some("Ctrl+Alt+H")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
+    use hearth_testkit::llm_server::{LlmServer, Reply, text_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let server = LlmServer::start(vec![Reply::Stream {
+        data: text_stream(&["Good ", "morning, ", "Ada."], Some((30, 4, 0))),
+        pace: Duration::from_millis(150),
+        end: hearth_testkit::llm_server::End::Done,
+    }])
+    .await;
+    let sandbox = Sandbox::new();
+    let (_driver, port) = start_driver_with(
+        &sandbox,
+        &[
+            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
+            ("HEARTH_MODEL", "gpt-4o-mini"),
+        ],
+    );
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    composer.send_keys("Good morning!").await.expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    eventually("the streamed answer", || async {
+        let log = client.find(Locator::Css("[role='log']")).await.ok()?;
+        log.text()
+            .await
+            .ok()?
+            .contains("Good morning, Ada.")
+            .then_some(())
+    })
+    .await;
+    // The turn finishes: Stop turns back into Send and the conversation gets its title.
+    eventually("the turn to finish", || async {
+        client
+            .find(Locator::XPath("//button[normalize-space()='Send']"))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("chat.png"), png).expect("save screenshot");
+    client.close().await.expect("end session");
+    drop(_driver);
+
+    // The same conversation, from the command line.
+    let mut cli = Command::new(bin_dir().join("hearth"));
+    cli.args(["conversations", "list", "--json"]);
+    sandbox.apply(&mut cli, true);
+    let out = cli.output().expect("run cli");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(list[0]["title"], "Good morning!");
+    assert_eq!(list[0]["messages"], 2);
+    assert_eq!(server.seen().len(), 1);
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let mut show = Command::new(bin_dir().join("hearth"));
+    show.args(["conversations", "show", &id, "--json"]);
+    sandbox.apply(&mut show, true);
+    let shown: Value =
+        serde_json::from_slice(&show.output().expect("run cli").stdout).expect("json");
+    assert_eq!(shown[1]["content"], "Good morning, Ada.");
+    assert_eq!(shown[1]["state"], "complete");
 }
 
 #[test]

@@ -9,15 +9,30 @@
  *   __ipcCalls  every command invoked, in order: { cmd, args }
  *   __hearthMock.emit(event, payload)  emit a core event
  *   __hearthMock.setStatus(patch)      change what get_status returns next
+ *   __hearthMock.setChatDelay(ms)      time between streamed chat_token pieces (default 120)
+ *
+ * Chat: `send_message` answers with MOCK_ANSWER, emitted as a few `chat_token` pieces and
+ * then `chat_done` (asynchronously, after the command returned its turn id); `stop_turn`
+ * ends the stream early with `stopped: true`.
  */
 import { clearMocks, mockIPC, mockWindows } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
+import type { ChatStatusDto } from '../lib/bindings/ChatStatusDto';
 import type { Commands, Events } from '../lib/bindings/commands';
+import type { ConversationDto } from '../lib/bindings/ConversationDto';
 import type { ErrorDto } from '../lib/bindings/ErrorDto';
+import type { MessageDto } from '../lib/bindings/MessageDto';
 import type { ShortcutStatus } from '../lib/bindings/ShortcutStatus';
 import type { StatusDto } from '../lib/bindings/StatusDto';
 
-export const SCENARIOS = ['ok', 'shortcut-taken', 'startup-error', 'key-file'] as const;
+export const SCENARIOS = [
+  'ok',
+  'shortcut-taken',
+  'startup-error',
+  'key-file',
+  'no-provider',
+  'chat-fails',
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export type Handlers = {
@@ -34,6 +49,7 @@ export type MockControl = {
   status(): StatusDto;
   emit<K extends keyof Events>(event: K, payload: Events[K]): Promise<void>;
   setStatus(patch: Partial<StatusDto>): void;
+  setChatDelay(ms: number): void;
 };
 
 declare global {
@@ -66,6 +82,64 @@ export const STARTUP_ERROR: ErrorDto = {
   message:
     "Hearth found your database but not its key in the system keyring. If you moved Hearth's data from another computer, restore the key there first; Hearth won't create a new key over existing data.",
 };
+
+export const READY_CHAT: ChatStatusDto = {
+  ready: true,
+  provider: 'local',
+  model: 'llama3.2',
+  hint: null,
+};
+
+export const NO_PROVIDER_CHAT: ChatStatusDto = {
+  ready: false,
+  provider: null,
+  model: null,
+  hint: 'No model provider is set up yet. Add one from a terminal, then come back here.',
+};
+
+export const CHAT_FAILURE: ErrorDto = {
+  code: 'provider_auth',
+  message: 'TestProvider rejected the request (401): check your API key for TestProvider',
+};
+
+/** What the mock model answers, streamed in these pieces. */
+export const MOCK_ANSWER_PIECES = [
+  'Good question. ',
+  'Here is a short plan:\n',
+  '1. Start with what you already know.\n',
+  '2. Take the next step ',
+  'and check how it went.',
+];
+
+const MINUTE = 60_000;
+
+type StoredConversation = ConversationDto & { log: MessageDto[] };
+
+function seedConversations(now: number): StoredConversation[] {
+  const recipes: MessageDto[] = [
+    { id: 1, role: 'user', content: 'What can I cook tonight with chickpeas and spinach?', state: 'complete' },
+    {
+      id: 2,
+      role: 'assistant',
+      content:
+        'A quick chana saag works well:\n\n1. Fry an onion, garlic and ginger.\n2. Add cumin, garam masala and the chickpeas.\n3. Stir in the spinach until it wilts, then finish with lemon.',
+      state: 'complete',
+    },
+  ];
+  const trip: MessageDto[] = [
+    { id: 3, role: 'user', content: 'Plan three days in Lisbon for me.', state: 'complete' },
+    {
+      id: 4,
+      role: 'assistant',
+      content: 'Day 1: Alfama and the castle in the morning, then a tram ride to',
+      state: 'interrupted',
+    },
+  ];
+  return [
+    { id: 'c-recipes', title: 'Dinner with chickpeas', updated_at: now - 2 * 60 * MINUTE, messages: 2, log: recipes },
+    { id: 'c-lisbon', title: 'Three days in Lisbon', updated_at: now - 26 * 60 * MINUTE, messages: 2, log: trip },
+  ];
+}
 
 export const DEFAULT_ACCELERATOR = 'CommandOrControl+Shift+Space';
 
@@ -133,6 +207,63 @@ export function installMocks(
         }
       : { accelerator: DEFAULT_ACCELERATOR, registered: true, error: null };
 
+  const chatStatus: ChatStatusDto = scenario === 'no-provider' ? NO_PROVIDER_CHAT : READY_CHAT;
+  const conversations: StoredConversation[] = scenario === 'ok' ? seedConversations(Date.now()) : [];
+  let nextMessageId = 100;
+  let nextTurnId = 1;
+  let chatDelay = 120;
+  const stopRequested = new Set<number>();
+
+  const listing = (): ConversationDto[] =>
+    [...conversations]
+      .sort((a, b) => b.updated_at - a.updated_at)
+      .map(({ id, title, updated_at, messages }) => ({ id, title, updated_at, messages }));
+
+  function find(conversationId: string): StoredConversation {
+    const conversation = conversations.find((c) => c.id === conversationId);
+    if (!conversation) {
+      const error: ErrorDto = { code: 'not_found', message: `No conversation "${conversationId}".` };
+      throw error;
+    }
+    return conversation;
+  }
+
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** Stream the answer for one turn (runs after send_message has returned). */
+  async function streamTurn(turnId: number, conversation: StoredConversation | null, question: string): Promise<void> {
+    await sleep(chatDelay);
+    if (scenario === 'chat-fails') {
+      await emit('chat_failed', { turn_id: turnId, ...CHAT_FAILURE });
+      return;
+    }
+    let answer = '';
+    let stopped = false;
+    for (const piece of MOCK_ANSWER_PIECES) {
+      if (stopRequested.has(turnId)) {
+        stopped = true;
+        break;
+      }
+      answer += piece;
+      await emit('chat_token', { turn_id: turnId, text: piece });
+      await sleep(chatDelay);
+    }
+    if (stopRequested.has(turnId)) stopped = true;
+    if (conversation) {
+      conversation.log.push({ id: nextMessageId++, role: 'assistant', content: answer, state: stopped ? 'stopped' : 'complete' });
+      conversation.messages = conversation.log.length;
+      conversation.updated_at = Date.now();
+    }
+    await emit('chat_done', {
+      turn_id: turnId,
+      conversation_id: conversation?.id ?? null,
+      answer,
+      stopped,
+      input_tokens: 40 + Math.ceil(question.length / 4),
+      output_tokens: answer.split(/\s+/).filter(Boolean).length,
+    });
+  }
+
   const handlers: Handlers = {
     get_status: () => {
       if (scenario === 'startup-error') return Promise.reject(STARTUP_ERROR);
@@ -154,6 +285,41 @@ export function installMocks(
     toggle_quick_prompt: () => null,
     hide_quick_prompt: () => null,
     show_main_window: () => null,
+    chat_status: () => ({ ...chatStatus }),
+    list_conversations: () => listing(),
+    get_messages: ({ conversationId }) => structuredClone(find(conversationId).log),
+    send_message: ({ conversationId, text, temporary }) => {
+      if (!chatStatus.ready) {
+        const error: ErrorDto = { code: 'no_provider', message: chatStatus.hint ?? 'No model provider.' };
+        throw error;
+      }
+      let conversation: StoredConversation | null = null;
+      // chat-fails: the provider refuses before anything is stored.
+      if (!temporary && scenario !== 'chat-fails') {
+        if (conversationId === null) {
+          const title = text.trim().split('\n')[0]?.slice(0, 48) ?? 'New chat';
+          conversation = { id: `c-${Date.now()}-${nextTurnId}`, title, updated_at: Date.now(), messages: 0, log: [] };
+          conversations.push(conversation);
+        } else {
+          conversation = find(conversationId);
+        }
+        conversation.log.push({ id: nextMessageId++, role: 'user', content: text, state: 'complete' });
+        conversation.messages = conversation.log.length;
+        conversation.updated_at = Date.now();
+      }
+      const turnId = nextTurnId++;
+      void streamTurn(turnId, conversation, text);
+      return { turn_id: turnId };
+    },
+    stop_turn: ({ turnId }) => {
+      stopRequested.add(turnId);
+      return null;
+    },
+    delete_conversation: ({ conversationId }) => {
+      const index = conversations.findIndex((c) => c.id === conversationId);
+      if (index >= 0) conversations.splice(index, 1);
+      return null;
+    },
   };
 
   const calls: IpcCall[] = [];
@@ -183,6 +349,9 @@ export function installMocks(
     emit: (event, payload) => emit(event, payload),
     setStatus: (patch) => {
       status = { ...status, ...patch };
+    },
+    setChatDelay: (ms) => {
+      chatDelay = ms;
     },
   };
   window.__hearthMock = control;

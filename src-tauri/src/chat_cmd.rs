@@ -1,0 +1,181 @@
+//! Chat commands: start a turn in the background and stream it to the UI as events.
+
+use std::sync::atomic::Ordering;
+
+use hearth_core::chat::ChatOptions;
+use hearth_core::conversations::MessageState;
+use hearth_core::providers::{NO_PROVIDER_HINT, resolve_slots};
+use tauri::{AppHandle, Emitter, Manager, Runtime, State};
+use tokio_util::sync::CancellationToken;
+
+use crate::dto::{
+    ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ConversationDto, ErrorDto,
+    MessageDto, SendResultDto,
+};
+use crate::state::AppState;
+
+fn state_name(s: MessageState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[tauri::command]
+pub fn chat_status(state: State<'_, AppState>) -> Result<ChatStatusDto, ErrorDto> {
+    let hearth = state.hearth()?;
+    Ok(match resolve_slots(hearth.store(), None, None) {
+        Ok(Some(slots)) => ChatStatusDto {
+            ready: true,
+            provider: Some(slots.main.provider.name),
+            model: Some(slots.main.model),
+            hint: None,
+        },
+        Ok(None) => ChatStatusDto {
+            ready: false,
+            provider: None,
+            model: None,
+            hint: Some(NO_PROVIDER_HINT.into()),
+        },
+        Err(e) => ChatStatusDto {
+            ready: false,
+            provider: None,
+            model: None,
+            hint: Some(e.to_string()),
+        },
+    })
+}
+
+#[tauri::command]
+pub async fn list_conversations(
+    state: State<'_, AppState>,
+) -> Result<Vec<ConversationDto>, ErrorDto> {
+    let convs = state.hearth()?.conversations();
+    let list = tauri::async_runtime::spawn_blocking(move || convs.list())
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    Ok(list
+        .into_iter()
+        .map(|c| ConversationDto {
+            id: c.id,
+            title: c.title,
+            updated_at: c.updated_at,
+            messages: c.messages,
+        })
+        .collect())
+}
+
+#[tauri::command]
+pub async fn get_messages(
+    state: State<'_, AppState>,
+    conversation_id: String,
+) -> Result<Vec<MessageDto>, ErrorDto> {
+    let convs = state.hearth()?.conversations();
+    let messages = tauri::async_runtime::spawn_blocking(move || convs.messages(&conversation_id))
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    Ok(messages
+        .into_iter()
+        .map(|m| MessageDto {
+            id: m.id,
+            role: format!("{:?}", m.message.role).to_lowercase(),
+            content: m.message.content,
+            state: state_name(m.state),
+        })
+        .collect())
+}
+
+#[tauri::command]
+pub fn send_message<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    conversation_id: Option<String>,
+    text: String,
+    temporary: bool,
+) -> Result<SendResultDto, ErrorDto> {
+    if text.trim().is_empty() {
+        return Err(ErrorDto::new("invalid_input", "the message is empty"));
+    }
+    let hearth = state.hearth()?.clone();
+    let slots = resolve_slots(hearth.store(), None, None)?
+        .ok_or_else(|| ErrorDto::new("no_provider", NO_PROVIDER_HINT))?;
+    let turn_id = state.next_turn.fetch_add(1, Ordering::Relaxed);
+    let cancel = CancellationToken::new();
+    if let Ok(mut turns) = state.turns.lock() {
+        turns.insert(turn_id, cancel.clone());
+    }
+    tauri::async_runtime::spawn(async move {
+        let options = ChatOptions {
+            conversation: conversation_id,
+            message: text,
+            temporary,
+        };
+        let emitter = app.clone();
+        let result = hearth
+            .chat(&slots, options, &cancel, move |piece| {
+                let _ = emitter.emit(
+                    "chat_token",
+                    ChatTokenEvent {
+                        turn_id,
+                        text: piece.to_owned(),
+                    },
+                );
+            })
+            .await;
+        if let Some(state) = app.try_state::<AppState>()
+            && let Ok(mut turns) = state.turns.lock()
+        {
+            turns.remove(&turn_id);
+        }
+        let _ = match result {
+            Ok(done) => {
+                let usage = done.usage.unwrap_or_default();
+                app.emit(
+                    "chat_done",
+                    ChatDoneEvent {
+                        turn_id,
+                        conversation_id: done.conversation,
+                        answer: done.answer,
+                        stopped: done.stopped,
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                    },
+                )
+            }
+            Err(e) => app.emit(
+                "chat_failed",
+                ChatFailedEvent {
+                    turn_id,
+                    code: e.code().to_owned(),
+                    message: e.to_string(),
+                },
+            ),
+        };
+    });
+    Ok(SendResultDto { turn_id })
+}
+
+#[tauri::command]
+pub fn stop_turn(state: State<'_, AppState>, turn_id: u64) {
+    if let Ok(turns) = state.turns.lock()
+        && let Some(cancel) = turns.get(&turn_id)
+    {
+        cancel.cancel();
+    }
+}
+
+#[tauri::command]
+pub async fn delete_conversation(
+    state: State<'_, AppState>,
+    conversation_id: String,
+) -> Result<(), ErrorDto> {
+    let convs = state.hearth()?.conversations();
+    let deleted = tauri::async_runtime::spawn_blocking(move || convs.delete(&conversation_id))
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    if deleted {
+        Ok(())
+    } else {
+        Err(ErrorDto::new("not_found", "there is no such conversation"))
+    }
+}

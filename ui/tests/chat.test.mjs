@@ -1,0 +1,343 @@
+// Browser tests of the Chat screen against the mock core (dist-mock/), served with the production CSP.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import { DIST_MOCK, openBrowser, screenshot, serve, until } from './harness.mjs';
+
+const require = createRequire(import.meta.url);
+const AXE = require.resolve('axe-core/axe.min.js');
+
+const FULL_ANSWER = 'Good question. Here is a short plan:\n1. Start with what you already know.\n2. Take the next step and check how it went.';
+
+let server;
+before(async () => {
+  server = await serve(DIST_MOCK);
+});
+after(async () => {
+  await server?.close();
+});
+
+const url = (scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/chat`;
+
+async function session(t, options) {
+  const browser = await openBrowser(options);
+  t.after(() => browser.close());
+  return browser;
+}
+
+function assertNoProblems(problems) {
+  assert.deepEqual(problems, [], 'no console errors/warnings, page errors, CSP violations or failed requests');
+}
+
+/** Open Chat and wait until the core's answers (status, list) are on screen. */
+async function openChat(page, scenario) {
+  await page.goto(url(scenario));
+  await page.locator('main h1').waitFor();
+  if (scenario === 'no-provider') {
+    await page.getByRole('heading', { name: 'Connect a model to start chatting' }).waitFor();
+  } else {
+    await page.getByRole('textbox', { name: 'Message Hearth' }).waitFor();
+  }
+}
+
+const composer = (page) => page.getByRole('textbox', { name: 'Message Hearth' });
+const lastAnswer = (page) => page.locator('[role="log"] article.assistant').last();
+const conversationItems = (page) => page.locator('nav[aria-label="Conversations"] button.item');
+const item = (page, title) => conversationItems(page).filter({ hasText: title });
+
+async function ipcCalls(page, cmd) {
+  return page.evaluate((c) => window.__ipcCalls.filter((call) => call.cmd === c).map((call) => call.args), cmd);
+}
+
+/** Record every distinct text the last assistant message shows, from now on. */
+async function watchAnswer(page) {
+  await page.evaluate(() => {
+    window.__answerTexts = [];
+    const record = () => {
+      const answers = document.querySelectorAll('[role="log"] article.assistant');
+      const text = answers[answers.length - 1]?.querySelector('.text')?.textContent ?? '';
+      const seen = window.__answerTexts;
+      if (seen[seen.length - 1] !== text) seen.push(text);
+    };
+    new MutationObserver(record).observe(document.querySelector('[role="log"]'), {
+      subtree: true,
+      childList: true,
+      characterData: true,
+    });
+  });
+}
+
+describe('Chat', () => {
+  test('sending shows the message at once, streams the answer piece by piece, ends with the token line', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    assert.equal(await page.getByRole('log').getAttribute('aria-live'), 'polite');
+    await watchAnswer(page);
+
+    // Tab reaches the composer; Shift+Enter adds a line, Enter sends.
+    await composer(page).focus();
+    await page.keyboard.type('How do I cook dried beans?');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('Quickly, please.');
+    assert.equal(await composer(page).inputValue(), 'How do I cook dried beans?\nQuickly, please.');
+    await page.keyboard.press('Enter');
+
+    // The user's message and an (empty, streaming) answer show immediately.
+    const user = page.locator('[role="log"] article.user').last();
+    await user.waitFor();
+    assert.equal(await user.locator('.who').textContent(), 'You');
+    assert.equal(await user.locator('.text').textContent(), 'How do I cook dried beans?\nQuickly, please.');
+    assert.equal(await lastAnswer(page).locator('.who').textContent(), 'Hearth');
+    assert.equal(await composer(page).inputValue(), '', 'the composer is cleared');
+    await until(page, () => document.activeElement?.getAttribute('aria-label') === 'Message Hearth');
+    await page.getByRole('button', { name: 'Stop' }).waitFor();
+
+    // Done: complete, token line, Send is back, the new conversation is listed and current.
+    await page.locator('[role="log"] .usage').waitFor();
+    assert.equal(await lastAnswer(page).locator('.text').textContent(), FULL_ANSWER);
+    assert.equal(await lastAnswer(page).getAttribute('data-state'), 'complete');
+    assert.equal(await lastAnswer(page).locator('.badge').count(), 0);
+    assert.match(await lastAnswer(page).locator('.usage').innerText(), /^\d+ tokens in · \d+ out$/);
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    const white = await lastAnswer(page).locator('.text').evaluate((el) => getComputedStyle(el).whiteSpace);
+    assert.equal(white, 'pre-wrap', 'line breaks are preserved');
+
+    const seen = await page.evaluate(() => window.__answerTexts.filter(Boolean));
+    assert.ok(seen.length >= 4, `the answer grew in pieces: ${JSON.stringify(seen)}`);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].startsWith(seen[i - 1]), 'each piece extends the last');
+
+    const current = page.locator('nav[aria-label="Conversations"] [aria-current="true"]');
+    await until(page, () => document.querySelector('nav[aria-label="Conversations"] [aria-current="true"] .title')?.textContent === 'How do I cook dried beans?');
+    assert.equal(await current.count(), 1);
+    assert.equal(await conversationItems(page).count(), 3);
+    assert.deepEqual(await ipcCalls(page, 'send_message'), [
+      { conversationId: null, text: 'How do I cook dried beans?\nQuickly, please.', temporary: false },
+    ]);
+
+    // A follow-up goes to the same conversation.
+    await composer(page).fill('Thanks!');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await until(page, () => document.querySelectorAll('[role="log"] .usage').length === 2);
+    const sends = await ipcCalls(page, 'send_message');
+    assert.match(sends[1].conversationId, /^c-/);
+    await until(page, () => document.activeElement?.getAttribute('aria-label') === 'Message Hearth');
+    assertNoProblems(problems);
+  });
+
+  test('Stop during streaming keeps the partial answer and marks it "Stopped"', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    await page.evaluate(() => window.__hearthMock.setChatDelay(400));
+    await composer(page).fill('Tell me a long story');
+    await composer(page).press('Enter');
+    await until(page, () => (document.querySelector('[role="log"] article.assistant:last-of-type .text')?.textContent ?? '').length > 0);
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await lastAnswer(page).locator('.badge').waitFor();
+    assert.equal(await lastAnswer(page).locator('.badge').textContent(), 'Stopped');
+    assert.equal(await lastAnswer(page).getAttribute('data-state'), 'stopped');
+    const partial = await lastAnswer(page).locator('.text').textContent();
+    assert.ok(partial.length > 0 && partial.length < FULL_ANSWER.length, `partial answer: ${JSON.stringify(partial)}`);
+    assert.ok(FULL_ANSWER.startsWith(partial));
+    assert.match(await lastAnswer(page).locator('.usage').innerText(), /tokens in · \d+ out/);
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    const stops = await ipcCalls(page, 'stop_turn');
+    const [send] = await ipcCalls(page, 'send_message');
+    assert.equal(stops.length, 1);
+    assert.equal(typeof stops[0].turnId, 'number');
+    assert.ok(send);
+    assertNoProblems(problems);
+  });
+
+  test('the seeded conversation with an interrupted answer shows the badge', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    assert.equal(await conversationItems(page).count(), 2);
+    const lisbon = item(page, 'Three days in Lisbon');
+    assert.match(await lisbon.innerText(), /yesterday|1 day ago/);
+    await lisbon.click();
+    await page.getByText('Interrupted — the answer was cut off').waitFor();
+    assert.equal(await lisbon.getAttribute('aria-current'), 'true');
+    assert.match(await lastAnswer(page).locator('.text').textContent(), /tram ride to$/);
+    assert.deepEqual(await ipcCalls(page, 'get_messages'), [{ conversationId: 'c-lisbon' }]);
+    assert.equal(await page.getByRole('heading', { level: 2, name: 'Three days in Lisbon' }).count(), 1);
+    assertNoProblems(problems);
+  });
+
+  test('Temporary chat shows its note and sends with temporary: true; nothing is listed', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    const note = page.getByText('Temporary: nothing from this chat is saved or remembered.');
+    assert.equal(await note.count(), 0);
+    const toggle = page.getByRole('switch', { name: 'Temporary chat' });
+    await toggle.check();
+    await note.waitFor();
+    await composer(page).fill('Just between us');
+    await composer(page).press('Enter');
+    await page.locator('[role="log"] .usage').waitFor();
+    assert.deepEqual(await ipcCalls(page, 'send_message'), [{ conversationId: null, text: 'Just between us', temporary: true }]);
+    // The messages stay on screen; no conversation is created or selected.
+    assert.equal(await page.locator('[role="log"] article').count(), 2);
+    assert.equal(await page.locator('nav[aria-label="Conversations"] [aria-current="true"]').count(), 0);
+    assert.equal(await conversationItems(page).count(), 2);
+    assert.ok(await note.isVisible());
+    assertNoProblems(problems);
+  });
+
+  test('no provider: an honest empty state with the hint and the command, no composer', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page, 'no-provider');
+    const text = await page.locator('main').innerText();
+    assert.match(text, /No model provider is set up yet\. Add one from a terminal, then come back here\./);
+    assert.equal(
+      await page.locator('main pre code').textContent(),
+      'hearth providers add local --preset ollama --model llama3.2',
+    );
+    assert.equal(await composer(page).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Send' }).count(), 0);
+    assert.match(text, /No saved conversations yet/);
+    await screenshot(page, 'chat-no-provider');
+    assertNoProblems(problems);
+  });
+
+  test('a failed turn shows the error as an alert and keeps the user message', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page, 'chat-fails');
+    await composer(page).fill('Hello?');
+    await composer(page).press('Enter');
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /TestProvider rejected the request \(401\): check your API key for TestProvider/);
+    assert.equal(await page.locator('[role="log"] article.user .text').textContent(), 'Hello?');
+    assert.equal(await page.locator('[role="log"] article.assistant').count(), 0, 'no empty answer is left behind');
+    // The alert sits under the messages, and sending works again.
+    const below = await page.evaluate(() => {
+      const logEl = document.querySelector('[role="log"]');
+      const alertEl = document.querySelector('[role="alert"]');
+      return Boolean(logEl && alertEl && logEl.compareDocumentPosition(alertEl) & Node.DOCUMENT_POSITION_FOLLOWING);
+    });
+    assert.ok(below, 'the alert comes after the messages');
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    assertNoProblems(problems);
+  });
+
+  test('deleting a conversation asks inline first, then deletes it', async (t) => {
+    const { page, problems } = await session(t);
+    let dialogs = 0;
+    page.on('dialog', (dialog) => {
+      dialogs += 1;
+      void dialog.dismiss();
+    });
+    await openChat(page);
+    await item(page, 'Dinner with chickpeas').click();
+    await page.locator('[role="log"] article.assistant').waitFor();
+
+    const del = page.getByRole('button', { name: 'Delete conversation Dinner with chickpeas' });
+    await del.click();
+    const confirm = page.getByRole('group', { name: 'Delete conversation Dinner with chickpeas?' });
+    await confirm.waitFor();
+    assert.match(await confirm.innerText(), /Delete “Dinner with chickpeas”\?/);
+    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [], 'nothing deleted before confirming');
+
+    // Cancel (Escape) keeps it and returns focus to the delete button.
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'detached' });
+    await until(page, () => document.activeElement?.getAttribute('aria-label') === 'Delete conversation Dinner with chickpeas');
+
+    await del.click();
+    await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+    await item(page, 'Dinner with chickpeas').waitFor({ state: 'detached' });
+    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [{ conversationId: 'c-recipes' }]);
+    assert.deepEqual(await conversationItems(page).allInnerTexts().then((xs) => xs.map((x) => x.split('\n')[0])), [
+      'Three days in Lisbon',
+    ]);
+    // The open conversation was the deleted one: back to a new chat.
+    assert.equal(await page.locator('[role="log"] article').count(), 0);
+    assert.equal(dialogs, 0, 'no window.confirm');
+    assertNoProblems(problems);
+  });
+
+  test('keyboard: Tab reaches the composer, arrows move in the list, Ctrl+N starts a new chat', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    // Into the conversation list by Tab from the New chat button, then arrows.
+    await page.getByRole('button', { name: 'New chat' }).focus();
+    await page.keyboard.press('Tab');
+    await until(page, () => document.activeElement?.textContent?.includes('Dinner with chickpeas'));
+    await page.keyboard.press('ArrowDown');
+    await until(page, () => document.activeElement?.textContent?.includes('Three days in Lisbon'));
+    await page.keyboard.press('Enter');
+    await page.getByText('Interrupted — the answer was cut off').waitFor();
+
+    // Tab onwards reaches the composer.
+    let reached = false;
+    for (let i = 0; i < 12 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Message Hearth');
+    }
+    assert.ok(reached, 'the composer is in the Tab order');
+    await page.keyboard.type('half-written');
+
+    await page.keyboard.press('Control+n');
+    await until(page, () => document.activeElement?.getAttribute('aria-label') === 'Message Hearth');
+    assert.equal(await composer(page).inputValue(), '');
+    assert.equal(await page.locator('[role="log"] article').count(), 0);
+    assert.equal(await page.locator('nav[aria-label="Conversations"] [aria-current="true"]').count(), 0);
+    assert.equal(await page.getByRole('heading', { level: 2, name: 'New chat' }).count(), 1);
+    assertNoProblems(problems);
+  });
+});
+
+describe('Chat: accessibility and screenshots', () => {
+  for (const colorScheme of ['light', 'dark']) {
+    test(`axe finds no violations with messages present (${colorScheme}); screenshot`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await openChat(page);
+      await assertAxeClean(page, `chat, new (${colorScheme})`);
+      await item(page, 'Three days in Lisbon').click();
+      await page.getByText('Interrupted — the answer was cut off').waitFor();
+      await composer(page).fill('And what about day two?');
+      await composer(page).press('Enter');
+      await page.locator('[role="log"] .usage').waitFor();
+      await page.getByRole('button', { name: 'Send' }).waitFor();
+      await assertAxeClean(page, `chat with messages (${colorScheme})`);
+      // With the inline delete confirm and the temporary note showing.
+      await page.getByRole('button', { name: 'Delete conversation Dinner with chickpeas' }).click();
+      await assertAxeClean(page, `chat, confirm delete (${colorScheme})`);
+      await page.keyboard.press('Escape');
+      await page.mouse.move(700, 500);
+      await composer(page).focus();
+      await screenshot(page, `chat-${colorScheme}`);
+      await page.getByRole('switch', { name: 'Temporary chat' }).check();
+      await assertAxeClean(page, `chat, temporary (${colorScheme})`);
+      assertNoProblems(problems);
+    });
+
+    test(`axe finds no violations without a provider and after a failure (${colorScheme})`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await openChat(page, 'no-provider');
+      await assertAxeClean(page, `chat/no-provider (${colorScheme})`);
+      await openChat(page, 'chat-fails');
+      await composer(page).fill('Hello?');
+      await composer(page).press('Enter');
+      await page.getByRole('alert').waitFor();
+      await assertAxeClean(page, `chat/chat-fails (${colorScheme})`);
+      assertNoProblems(problems);
+    });
+  }
+});
+
+async function assertAxeClean(page, where) {
+  const hasAxe = await page.evaluate(() => 'axe' in window);
+  if (!hasAxe) await page.addScriptTag({ path: AXE });
+  const violations = await page.evaluate(async () => {
+    // @ts-expect-error injected by addScriptTag
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
+    }));
+  });
+  assert.deepEqual(violations, [], `axe violations on ${where}:\n${JSON.stringify(violations, null, 2)}`);
+}
