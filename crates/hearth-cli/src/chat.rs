@@ -73,6 +73,7 @@ pub fn chat(
                 "answer": outcome.answer,
                 "stopped": outcome.stopped,
                 "usage": outcome.usage,
+                "cost_usd": outcome.cost_usd,
             }));
         }
         Ok(if outcome.stopped { INTERRUPTED } else { 0 })

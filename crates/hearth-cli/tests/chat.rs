@@ -135,6 +135,7 @@ async fn json_output_is_one_object_with_the_answer_and_usage() {
     assert_eq!(v["answer"], "4");
     assert_eq!(v["stopped"], false);
     assert_eq!(v["usage"]["input_tokens"], 15);
+    assert_eq!(v["cost_usd"], 0.0, "a server on this machine costs nothing");
     assert!(v["conversation"].as_str().is_some());
 }
 

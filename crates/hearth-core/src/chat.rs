@@ -184,6 +184,8 @@ pub struct TurnOutcome {
     pub usage: Option<Usage>,
     pub stopped: bool,
     pub zones: ZoneTokens,
+    /// What the answer cost in USD (0 on a local server; `None` when the price is unknown).
+    pub cost_usd: Option<f64>,
 }
 
 pub(crate) async fn run_turn(
@@ -357,6 +359,9 @@ pub(crate) async fn run_turn(
         usage: done.usage,
         stopped: done.stopped,
         zones,
+        cost_usd: done
+            .usage
+            .and_then(|u| crate::pricing::call_cost(&model.provider.base_url, &model.model, u)),
     })
 }
 
@@ -376,11 +381,12 @@ fn record_usage(
         model.model.clone(),
         outcome.to_owned(),
     );
+    let cost = crate::pricing::call_cost(&model.provider.base_url, &model.model, usage);
     store.write_blocking(move |c| {
         c.execute(
             "INSERT INTO usage_ledger (conversation_id, slot, provider, model, input_tokens, output_tokens,
-               cached_input_tokens, cache_write_tokens, latency_ms, outcome, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+               cached_input_tokens, cache_write_tokens, latency_ms, outcome, created_at, cost_usd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 conversation,
                 slot,
@@ -392,7 +398,8 @@ fn record_usage(
                 usage.cache_write_tokens as i64,
                 latency_ms,
                 outcome,
-                now_millis()
+                now_millis(),
+                cost
             ],
         )?;
         Ok(())

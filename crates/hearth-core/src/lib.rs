@@ -12,6 +12,7 @@ mod failpoint;
 mod hearth;
 pub mod llm;
 pub mod paths;
+pub mod pricing;
 pub mod providers;
 pub mod store;
 pub mod time;

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "providers",
         sql: include_str!("migrations/0005_providers.sql"),
     },
+    Migration {
+        version: 6,
+        name: "usage cost",
+        sql: include_str!("migrations/0006_usage_cost.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
