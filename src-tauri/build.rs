@@ -14,6 +14,7 @@ fn main() {
         "send_message",
         "stop_turn",
         "delete_conversation",
+        "open_in_main",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         panic!("tauri build step failed: {e:#}");

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
     ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ConversationDto, ErrorDto,
-    MessageDto, SendResultDto,
+    MessageDto, OpenConversationEvent, SendResultDto,
 };
 use crate::state::AppState;
 
@@ -178,4 +178,19 @@ pub async fn delete_conversation(
     } else {
         Err(ErrorDto::new("not_found", "there is no such conversation"))
     }
+}
+
+#[tauri::command]
+pub fn open_in_main<R: Runtime>(
+    app: AppHandle<R>,
+    conversation_id: String,
+) -> Result<(), ErrorDto> {
+    crate::windows::hide_quick_prompt(&app)?;
+    crate::windows::show_main(&app)?;
+    app.emit_to(
+        crate::windows::MAIN,
+        "open_conversation",
+        OpenConversationEvent { conversation_id },
+    )?;
+    Ok(())
 }

@@ -155,6 +155,13 @@ pub struct ChatFailedEvent {
     pub message: String,
 }
 
+/// Asks the main window to show a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct OpenConversationEvent {
+    pub conversation_id: String,
+}
+
 /// Every command: name, TypeScript arguments, TypeScript result. `build.rs` declares the
 /// same names for the permission system; a test keeps the two lists equal.
 pub const COMMANDS: &[(&str, &str, &str)] = &[
@@ -182,6 +189,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("stop_turn", "{ turnId: number }", "null"),
     ("delete_conversation", "{ conversationId: string }", "null"),
+    ("open_in_main", "{ conversationId: string }", "null"),
 ];
 
 /// Every event: name and TypeScript payload.
@@ -191,6 +199,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("chat_token", "ChatTokenEvent"),
     ("chat_done", "ChatDoneEvent"),
     ("chat_failed", "ChatFailedEvent"),
+    ("open_conversation", "OpenConversationEvent"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
@@ -202,6 +211,7 @@ const IMPORTS: &[&str] = &[
     "ConversationDto",
     "ErrorDto",
     "MessageDto",
+    "OpenConversationEvent",
     "SendResultDto",
     "ShortcutStatus",
     "StatusDto",

@@ -58,6 +58,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             chat_cmd::send_message,
             chat_cmd::stop_turn,
             chat_cmd::delete_conversation,
+            chat_cmd::open_in_main,
         ])
         .on_window_event(windows::on_window_event)
         .setup(|app| {

@@ -17,7 +17,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Re
         .build()?;
     WebviewWindowBuilder::new(app, QUICK, WebviewUrl::App("quick.html".into()))
         .title("Hearth quick prompt")
-        .inner_size(640.0, 120.0)
+        .inner_size(640.0, 360.0)
         .decorations(false)
         .always_on_top(true)
         .resizable(false)

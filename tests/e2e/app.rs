@@ -551,6 +551,94 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
     assert_eq!(shown[1]["state"], "complete");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window() {
+    use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let server = LlmServer::start(vec![Reply::Stream {
+        data: text_stream(&["Pack ", "an umbrella."], Some((25, 3, 0))),
+        pace: Duration::from_millis(100),
+        end: End::Done,
+    }])
+    .await;
+    let sandbox = Sandbox::new();
+    let (_driver, port) = start_driver_with(
+        &sandbox,
+        &[
+            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
+            ("HEARTH_MODEL", "gpt-4o-mini"),
+        ],
+    );
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    press_keys("ctrl+shift+space");
+    assert!(switch_to(&client, Win::Quick).await);
+    eventually("the quick prompt to show", || async {
+        (visibility(&client).await == "visible").then_some(())
+    })
+    .await;
+    let input = client
+        .find(Locator::Css("input[aria-label='Ask Hearth']"))
+        .await
+        .expect("input");
+    input
+        .send_keys("Will it rain in Lisbon?\u{E007}")
+        .await
+        .expect("ask");
+    let open = eventually("the answer and its Open in Hearth button", || async {
+        let body = client
+            .find(Locator::Css("body"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        if !body.contains("Pack an umbrella.") {
+            return None;
+        }
+        client
+            .find(Locator::XPath(
+                "//button[normalize-space()='Open in Hearth']",
+            ))
+            .await
+            .ok()
+    })
+    .await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("quick-answer.png"), png).expect("save screenshot");
+    drop(open);
+    // Clicked from a timer: a WebDriver click waits on the window it clicked in, and this
+    // click hides that window.
+    client
+        .execute(
+            "setTimeout(() => [...document.querySelectorAll('button')].find(b => b.textContent.trim() === 'Open in Hearth').click(), 0); return true",
+            vec![],
+        )
+        .await
+        .expect("click Open in Hearth");
+    eventually("the quick prompt to hide", || async {
+        (visibility(&client).await == "hidden").then_some(())
+    })
+    .await;
+    assert!(switch_to(&client, Win::Main).await);
+    eventually("the conversation in the main window", || async {
+        let log = client.find(Locator::Css("[role='log']")).await.ok()?;
+        let text = log.text().await.ok()?;
+        (text.contains("Will it rain in Lisbon?") && text.contains("Pack an umbrella."))
+            .then_some(())
+    })
+    .await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("quick-opened-in-main.png"), png).expect("save screenshot");
+    client.close().await.expect("end session");
+}
+
 #[test]
 fn the_app_and_the_cli_agree_on_the_default_data_folder() {
     let sandbox = Sandbox::new();

@@ -13,7 +13,9 @@
  *
  * Chat: `send_message` answers with MOCK_ANSWER, emitted as a few `chat_token` pieces and
  * then `chat_done` (asynchronously, after the command returned its turn id); `stop_turn`
- * ends the stream early with `stopped: true`.
+ * ends the stream early with `stopped: true`. The same works in quick.html (the quick prompt
+ * sends with `conversationId: null`, so each question starts a new conversation).
+ * `open_in_main` is recorded and emits `open_conversation`.
  */
 import { clearMocks, mockIPC, mockWindows } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
@@ -318,6 +320,12 @@ export function installMocks(
     delete_conversation: ({ conversationId }) => {
       const index = conversations.findIndex((c) => c.id === conversationId);
       if (index >= 0) conversations.splice(index, 1);
+      return null;
+    },
+    // The real shell shows the main window and emits `open_conversation` to it. Here both
+    // windows are separate pages, so the event is emitted to this page (tests emit it in main).
+    open_in_main: async ({ conversationId }) => {
+      await emit('open_conversation', { conversation_id: conversationId });
       return null;
     },
   };

@@ -6,6 +6,7 @@ import type { ChatTokenEvent } from "./ChatTokenEvent";
 import type { ConversationDto } from "./ConversationDto";
 import type { ErrorDto } from "./ErrorDto";
 import type { MessageDto } from "./MessageDto";
+import type { OpenConversationEvent } from "./OpenConversationEvent";
 import type { SendResultDto } from "./SendResultDto";
 import type { ShortcutStatus } from "./ShortcutStatus";
 import type { StatusDto } from "./StatusDto";
@@ -24,6 +25,7 @@ export type Commands = {
   send_message: { args: { conversationId: string | null; text: string; temporary: boolean }; result: SendResultDto };
   stop_turn: { args: { turnId: number }; result: null };
   delete_conversation: { args: { conversationId: string }; result: null };
+  open_in_main: { args: { conversationId: string }; result: null };
 };
 
 /** Every event the shell emits and its payload. */
@@ -33,6 +35,7 @@ export type Events = {
   chat_token: ChatTokenEvent;
   chat_done: ChatDoneEvent;
   chat_failed: ChatFailedEvent;
+  open_conversation: OpenConversationEvent;
 };
 
 /** What a failed command rejects with. */
