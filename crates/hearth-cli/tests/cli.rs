@@ -310,7 +310,12 @@ fn crash_at(home: &Home, backend: KeyBackend, args: &[&str], point: &str) {
         !out.status.success(),
         "{args:?} should have died at {point}"
     );
-    assert_eq!(out.status.code(), None, "killed by a signal at {point}");
+    assert_eq!(
+        out.status.code(),
+        None,
+        "killed by a signal at {point}; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn key_copies(home: &Home, id: &str) -> Vec<&'static str> {

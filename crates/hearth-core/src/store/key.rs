@@ -259,7 +259,11 @@ impl<'a> KeyStore<'a> {
     /// The key in `slot` of `backend`, if there is one.
     pub(crate) fn load(&self, backend: KeyBackend, slot: Slot) -> Result<Option<DbKey>> {
         match backend {
-            KeyBackend::Keyring => match self.keyring_entry(slot)?.get_password() {
+            KeyBackend::Keyring => match with_retry(|| {
+                self.keyring_entry(slot)?
+                    .get_password()
+                    .map_err(Retry::Keyring)
+            })? {
                 Ok(hex) => {
                     let hex = Zeroizing::new(hex);
                     DbKey::from_hex(&hex).map(Some).ok_or_else(|| {
@@ -308,10 +312,12 @@ impl<'a> KeyStore<'a> {
     /// Stores `key` in `slot` of `backend`, replacing what was there.
     pub(crate) fn save(&self, backend: KeyBackend, slot: Slot, key: &DbKey) -> Result<()> {
         match backend {
-            KeyBackend::Keyring => self
-                .keyring_entry(slot)?
-                .set_password(&key.to_hex())
-                .map_err(keyring_error),
+            KeyBackend::Keyring => with_retry(|| {
+                self.keyring_entry(slot)?
+                    .set_password(&key.to_hex())
+                    .map_err(Retry::Keyring)
+            })?
+            .map_err(keyring_error),
             KeyBackend::File => {
                 let path = self.dir.key_file_path();
                 let mut file = read_json::<KeyFile>(&path)?.unwrap_or_default();
@@ -355,7 +361,11 @@ impl<'a> KeyStore<'a> {
     /// Removes the key in `slot` of `backend`; removing what is not there is fine.
     pub(crate) fn delete(&self, backend: KeyBackend, slot: Slot) -> Result<()> {
         match backend {
-            KeyBackend::Keyring => match self.keyring_entry(slot)?.delete_credential() {
+            KeyBackend::Keyring => match with_retry(|| {
+                self.keyring_entry(slot)?
+                    .delete_credential()
+                    .map_err(Retry::Keyring)
+            })? {
                 Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
                 Err(e) => Err(keyring_error(e)),
             },
@@ -491,6 +501,39 @@ impl Kdf {
             iterations: 3,
             parallelism: 1,
             salt: hex::encode(salt),
+        }
+    }
+}
+
+/// A keyring call's failure: from building the entry (final) or from the platform store.
+enum Retry {
+    Entry(Error),
+    Keyring(keyring::Error),
+}
+
+impl From<Error> for Retry {
+    fn from(e: Error) -> Self {
+        Retry::Entry(e)
+    }
+}
+
+/// Runs a keyring call, retrying a platform failure twice: the Secret Service over D-Bus
+/// reports transient errors when several processes change items at once. Returns the
+/// call's own result, or the entry error.
+fn with_retry<T>(
+    mut call: impl FnMut() -> std::result::Result<T, Retry>,
+) -> Result<std::result::Result<T, keyring::Error>> {
+    let mut attempt = 0;
+    loop {
+        match call() {
+            Ok(v) => return Ok(Ok(v)),
+            Err(Retry::Entry(e)) => return Err(e),
+            Err(Retry::Keyring(keyring::Error::PlatformFailure(e))) if attempt < 2 => {
+                attempt += 1;
+                tracing::debug!(error = %e, attempt, "keyring call failed; retrying");
+                std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+            }
+            Err(Retry::Keyring(e)) => return Ok(Err(e)),
         }
     }
 }
