@@ -310,47 +310,33 @@ impl Conversations {
             .replace('\\', "\\\\")
             .replace('%', "\\%")
             .replace('_', "\\_");
-        let pattern = format!("%{escaped}%");
-        Ok(self
-            .list()?
-            .into_iter()
-            .filter(|c| c.title.to_lowercase().contains(&query.to_lowercase()))
-            .chain(self.store.read_blocking(move |c| {
-                let mut stmt = c.prepare(
-                    "SELECT c.id, c.title, c.created_at, c.updated_at,
-                            (SELECT count(*) FROM messages m2 WHERE m2.conversation_id = c.id)
-                     FROM conversations c
-                     WHERE EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
-                     ORDER BY c.updated_at DESC, c.id",
-                )?;
-                let rows = stmt.query_map([pattern], |r| {
-                    Ok(ConversationSummary {
-                        id: r.get(0)?,
-                        title: r.get(1)?,
-                        created_at: r.get(2)?,
-                        updated_at: r.get(3)?,
-                        messages: r.get(4)?,
-                    })
-                })?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })?)
-            .fold(Vec::<ConversationSummary>::new(), |mut acc, c| {
-                if !acc.iter().any(|a| a.id == c.id) {
-                    acc.push(c);
-                }
-                acc
-            }))
+        self.summaries(
+            "WHERE c.title LIKE ?1 ESCAPE '\\'
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\\')",
+            Some(format!("%{escaped}%")),
+        )
     }
 
     /// All conversations, most recently active first.
     pub fn list(&self) -> Result<Vec<ConversationSummary>> {
-        self.store.read_blocking(|c| {
-            let mut stmt = c.prepare(
-                "SELECT c.id, c.title, c.created_at, c.updated_at, count(m.id)
-                 FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id
-                 GROUP BY c.id ORDER BY c.updated_at DESC, c.id",
-            )?;
-            let rows = stmt.query_map([], |r| {
+        self.summaries("", None)
+    }
+
+    /// Conversation summaries matching `filter` (an SQL WHERE clause over `c`, with an
+    /// optional parameter), most recently active first.
+    fn summaries(
+        &self,
+        filter: &'static str,
+        param: Option<String>,
+    ) -> Result<Vec<ConversationSummary>> {
+        self.store.read_blocking(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT c.id, c.title, c.created_at, c.updated_at,
+                        (SELECT count(*) FROM messages m2 WHERE m2.conversation_id = c.id)
+                 FROM conversations c {filter}
+                 ORDER BY c.updated_at DESC, c.id"
+            ))?;
+            let map = |r: &rusqlite::Row<'_>| {
                 Ok(ConversationSummary {
                     id: r.get(0)?,
                     title: r.get(1)?,
@@ -358,8 +344,11 @@ impl Conversations {
                     updated_at: r.get(3)?,
                     messages: r.get(4)?,
                 })
-            })?;
-            rows.collect()
+            };
+            match &param {
+                Some(p) => stmt.query_map([p], map)?.collect(),
+                None => stmt.query_map([], map)?.collect(),
+            }
         })
     }
 }
