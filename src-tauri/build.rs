@@ -15,6 +15,19 @@ fn main() {
         "stop_turn",
         "delete_conversation",
         "open_in_main",
+        "regenerate",
+        "edit_last_message",
+        "list_presets",
+        "list_providers",
+        "add_provider",
+        "remove_provider",
+        "test_provider",
+        "detect_local_servers",
+        "get_slots",
+        "set_slots",
+        "list_model_info",
+        "set_model_info",
+        "reset_model_info",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         panic!("tauri build step failed: {e:#}");

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use hearth_core::chat::ChatOptions;
+use hearth_core::chat::{ChatOptions, Redo};
 use hearth_core::conversations::MessageState;
 use hearth_core::providers::{NO_PROVIDER_HINT, resolve_slots};
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
     ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ConversationDto, ErrorDto,
-    MessageDto, OpenConversationEvent, SendResultDto,
+    MessageDto, OpenConversationEvent, SendResultDto, TurnInfoDto,
 };
 use crate::state::AppState;
 
@@ -81,6 +81,7 @@ pub async fn get_messages(
             role: format!("{:?}", m.message.role).to_lowercase(),
             content: m.message.content,
             state: state_name(m.state),
+            turn: m.turn.map(Into::into),
         })
         .collect())
 }
@@ -96,6 +97,64 @@ pub fn send_message<R: Runtime>(
     if text.trim().is_empty() {
         return Err(ErrorDto::new("invalid_input", "the message is empty"));
     }
+    start_turn(
+        app,
+        &state,
+        ChatOptions {
+            conversation: conversation_id,
+            message: text,
+            temporary,
+            redo: Redo::No,
+        },
+    )
+}
+
+#[tauri::command]
+pub fn regenerate<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    conversation_id: String,
+) -> Result<SendResultDto, ErrorDto> {
+    start_turn(
+        app,
+        &state,
+        ChatOptions {
+            conversation: Some(conversation_id),
+            redo: Redo::Regenerate,
+            ..ChatOptions::default()
+        },
+    )
+}
+
+#[tauri::command]
+pub fn edit_last_message<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    conversation_id: String,
+    text: String,
+) -> Result<SendResultDto, ErrorDto> {
+    if text.trim().is_empty() {
+        return Err(ErrorDto::new("invalid_input", "the message is empty"));
+    }
+    start_turn(
+        app,
+        &state,
+        ChatOptions {
+            conversation: Some(conversation_id),
+            message: text,
+            redo: Redo::EditLast,
+            ..ChatOptions::default()
+        },
+    )
+}
+
+/// Starts a turn in the background; its answer arrives as `chat_token` events, then
+/// `chat_done` or `chat_failed`.
+fn start_turn<R: Runtime>(
+    app: AppHandle<R>,
+    state: &AppState,
+    options: ChatOptions,
+) -> Result<SendResultDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
     let slots = resolve_slots(hearth.store(), None, None)?
         .ok_or_else(|| ErrorDto::new("no_provider", NO_PROVIDER_HINT))?;
@@ -105,11 +164,6 @@ pub fn send_message<R: Runtime>(
         turns.insert(turn_id, cancel.clone());
     }
     tauri::async_runtime::spawn(async move {
-        let options = ChatOptions {
-            conversation: conversation_id,
-            message: text,
-            temporary,
-        };
         let emitter = app.clone();
         let result = hearth
             .chat(&slots, options, &cancel, move |piece| {
@@ -139,6 +193,17 @@ pub fn send_message<R: Runtime>(
                         stopped: done.stopped,
                         input_tokens: usage.input_tokens,
                         output_tokens: usage.output_tokens,
+                        message_id: done.message_id,
+                        turn: TurnInfoDto {
+                            provider: done.provider,
+                            model: done.model,
+                            input_tokens: usage.input_tokens,
+                            output_tokens: usage.output_tokens,
+                            cached_input_tokens: usage.cached_input_tokens,
+                            cost_usd: done.cost_usd,
+                            zones: Some(done.zones.into()),
+                            fallback_from: done.fallback_from,
+                        },
                     },
                 )
             }

@@ -103,7 +103,7 @@ pub struct ConversationDto {
 }
 
 /// A stored message; `role` is user|assistant, `state` complete|streaming|stopped|interrupted|failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[ts(export)]
 pub struct MessageDto {
     #[ts(type = "number")]
@@ -111,6 +111,85 @@ pub struct MessageDto {
     pub role: String,
     pub content: String,
     pub state: String,
+    /// For an answer: the model, tokens, cost and context of its turn.
+    pub turn: Option<TurnInfoDto>,
+}
+
+/// Tokens per zone of the prompt a turn sent (the context inspector).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ZonesDto {
+    /// Persona, rules and tool catalog (the stable prefix).
+    pub system: u32,
+    /// What Hearth knows about the user.
+    pub memory: u32,
+    /// The rolling summary of older turns.
+    pub summary: u32,
+    /// Earlier turns kept verbatim.
+    pub history: u32,
+    /// Retrieved passages for this turn.
+    pub retrieved: u32,
+    /// The message being answered.
+    pub current: u32,
+    /// Held back for the answer.
+    pub output_reserve: u32,
+    /// What the prompt may use in all (effective window minus the output reserve).
+    pub input_budget: u32,
+    /// The model's advertised context window.
+    pub window: u32,
+    /// Earlier messages left out to fit (covered by the summary when there is one).
+    pub dropped: u32,
+}
+
+impl From<hearth_core::context::ZoneTokens> for ZonesDto {
+    fn from(z: hearth_core::context::ZoneTokens) -> Self {
+        Self {
+            system: z.system,
+            memory: z.memory,
+            summary: z.summary,
+            history: z.history,
+            retrieved: z.retrieved,
+            current: z.current,
+            output_reserve: z.output_reserve,
+            input_budget: z.input_budget,
+            window: z.window,
+            dropped: z.dropped,
+        }
+    }
+}
+
+impl From<hearth_core::chat::TurnInfo> for TurnInfoDto {
+    fn from(t: hearth_core::chat::TurnInfo) -> Self {
+        Self {
+            provider: t.provider,
+            model: t.model,
+            input_tokens: t.usage.input_tokens,
+            output_tokens: t.usage.output_tokens,
+            cached_input_tokens: t.usage.cached_input_tokens,
+            cost_usd: t.cost_usd,
+            zones: Some(t.zones.into()),
+            fallback_from: t.fallback_from,
+        }
+    }
+}
+
+/// What one answer cost and what its prompt held.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct TurnInfoDto {
+    pub provider: String,
+    pub model: String,
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// USD; 0 on a local server, `null` when the price is unknown.
+    pub cost_usd: Option<f64>,
+    pub zones: Option<ZonesDto>,
+    /// Set when the main model failed and the enabled fallback answered: the main model's name.
+    pub fallback_from: Option<String>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.
@@ -131,7 +210,7 @@ pub struct ChatTokenEvent {
 }
 
 /// A turn that finished (completely or stopped by the user).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[ts(export)]
 pub struct ChatDoneEvent {
     #[ts(type = "number")]
@@ -143,6 +222,10 @@ pub struct ChatDoneEvent {
     pub input_tokens: u64,
     #[ts(type = "number")]
     pub output_tokens: u64,
+    /// The stored answer (`null` in a temporary chat).
+    #[ts(type = "number | null")]
+    pub message_id: Option<i64>,
+    pub turn: TurnInfoDto,
 }
 
 /// A turn that failed.
@@ -160,6 +243,100 @@ pub struct ChatFailedEvent {
 #[ts(export)]
 pub struct OpenConversationEvent {
     pub conversation_id: String,
+}
+
+/// A provider preset offered by "Add provider".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PresetDto {
+    /// `openai`, `anthropic`, `openrouter`, `ollama`, `lmstudio`, `llamacpp`, `vllm`, `custom`.
+    pub id: String,
+    pub label: String,
+    /// The default base URL (ends in `/v1` for OpenAI-compatible servers); `null` for custom.
+    pub base_url: Option<String>,
+    pub needs_key: bool,
+    /// `openai` (Chat Completions) or `anthropic` (Messages).
+    pub protocol: String,
+    /// Runs on this computer (Ollama, LM Studio, llama.cpp).
+    pub local: bool,
+}
+
+/// A configured provider (never with its key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProviderDto {
+    pub name: String,
+    pub preset: String,
+    pub protocol: String,
+    pub base_url: String,
+    /// Where its API key is kept: `none`, `keyring` or `database` (encrypted).
+    pub key_location: String,
+}
+
+/// A model a provider offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ModelDto {
+    pub id: String,
+    pub context_window: Option<u32>,
+    /// Where the window comes from: `server`, `user` (the editable table), `table` (built in) or `unknown`.
+    pub window_source: String,
+}
+
+/// The result of "Test connection".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProviderTestDto {
+    pub ok: bool,
+    pub models: Vec<ModelDto>,
+    pub error: Option<ErrorDto>,
+}
+
+/// A model server found running on this computer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DetectedServerDto {
+    pub preset: String,
+    pub label: String,
+    pub base_url: String,
+    pub models: Vec<String>,
+    /// The name of the configured provider already pointing at it, if any.
+    pub configured_as: Option<String>,
+}
+
+/// A provider and one of its models.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[ts(export)]
+pub struct SlotDto {
+    pub provider: String,
+    pub model: String,
+}
+
+/// Which models answer (`main`), summarise and extract (`fast`), and stand in when the main
+/// one fails (`fallback`, used only when enabled).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct SlotsDto {
+    pub main: Option<SlotDto>,
+    pub fast: Option<SlotDto>,
+    pub fallback: Option<SlotDto>,
+    pub fallback_enabled: bool,
+    /// HEARTH_PROVIDER_URL is set: the environment's one-off provider overrides these.
+    pub from_env: bool,
+}
+
+/// A row of the model table: context window and prices, built in or edited by the user.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ModelInfoDto {
+    /// A model name or name prefix (`gpt-4o` covers `gpt-4o-2024-08-06`).
+    pub model: String,
+    pub context_window: Option<u32>,
+    pub input_usd_per_mtok: Option<f64>,
+    pub output_usd_per_mtok: Option<f64>,
+    pub cached_usd_per_mtok: Option<f64>,
+    /// The user changed or added this row.
+    pub edited: bool,
 }
 
 /// Every command: name, TypeScript arguments, TypeScript result. `build.rs` declares the
@@ -190,6 +367,51 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("stop_turn", "{ turnId: number }", "null"),
     ("delete_conversation", "{ conversationId: string }", "null"),
     ("open_in_main", "{ conversationId: string }", "null"),
+    ("regenerate", "{ conversationId: string }", "SendResultDto"),
+    (
+        "edit_last_message",
+        "{ conversationId: string; text: string }",
+        "SendResultDto",
+    ),
+    ("list_presets", "Record<string, never>", "Array<PresetDto>"),
+    (
+        "list_providers",
+        "Record<string, never>",
+        "Array<ProviderDto>",
+    ),
+    (
+        "add_provider",
+        "{ name: string; preset: string; baseUrl: string | null; apiKey: string | null }",
+        "ProviderDto",
+    ),
+    ("remove_provider", "{ name: string }", "null"),
+    ("test_provider", "{ name: string }", "ProviderTestDto"),
+    (
+        "detect_local_servers",
+        "Record<string, never>",
+        "Array<DetectedServerDto>",
+    ),
+    ("get_slots", "Record<string, never>", "SlotsDto"),
+    (
+        "set_slots",
+        "{ main: SlotDto; fast: SlotDto | null; fallback: SlotDto | null; fallbackEnabled: boolean }",
+        "SlotsDto",
+    ),
+    (
+        "list_model_info",
+        "Record<string, never>",
+        "Array<ModelInfoDto>",
+    ),
+    (
+        "set_model_info",
+        "{ model: string; contextWindow: number | null; inputUsdPerMtok: number | null; outputUsdPerMtok: number | null; cachedUsdPerMtok: number | null }",
+        "Array<ModelInfoDto>",
+    ),
+    (
+        "reset_model_info",
+        "{ model: string }",
+        "Array<ModelInfoDto>",
+    ),
 ];
 
 /// Every event: name and TypeScript payload.
@@ -209,11 +431,18 @@ const IMPORTS: &[&str] = &[
     "ChatStatusDto",
     "ChatTokenEvent",
     "ConversationDto",
+    "DetectedServerDto",
     "ErrorDto",
     "MessageDto",
+    "ModelInfoDto",
     "OpenConversationEvent",
+    "PresetDto",
+    "ProviderDto",
+    "ProviderTestDto",
     "SendResultDto",
     "ShortcutStatus",
+    "SlotDto",
+    "SlotsDto",
     "StatusDto",
 ];
 

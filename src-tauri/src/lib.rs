@@ -4,6 +4,7 @@
 mod chat_cmd;
 mod cmd;
 pub mod dto;
+mod providers_cmd;
 mod shortcut;
 mod state;
 mod tray;
@@ -59,6 +60,19 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             chat_cmd::stop_turn,
             chat_cmd::delete_conversation,
             chat_cmd::open_in_main,
+            chat_cmd::regenerate,
+            chat_cmd::edit_last_message,
+            providers_cmd::list_presets,
+            providers_cmd::list_providers,
+            providers_cmd::add_provider,
+            providers_cmd::remove_provider,
+            providers_cmd::test_provider,
+            providers_cmd::detect_local_servers,
+            providers_cmd::get_slots,
+            providers_cmd::set_slots,
+            providers_cmd::list_model_info,
+            providers_cmd::set_model_info,
+            providers_cmd::reset_model_info,
         ])
         .on_window_event(windows::on_window_event)
         .setup(|app| {

@@ -44,13 +44,28 @@ pub enum Command {
         /// Write nothing: no conversation, no messages, no memory.
         #[arg(long, conflicts_with = "conversation")]
         temporary: bool,
+        /// Answer the conversation's last message again (needs --conversation, no MESSAGE);
+        /// the new answer replaces the old one, which stays if this one fails.
+        #[arg(long, requires = "conversation", conflicts_with_all = ["message", "edit"])]
+        regenerate: bool,
+        /// Replace the conversation's last message with MESSAGE and answer it again (needs
+        /// --conversation); if that fails, the old message and answer come back.
+        #[arg(long, requires_all = ["conversation", "message"])]
+        edit: bool,
         /// Your message.
-        message: String,
+        #[arg(required_unless_present = "regenerate")]
+        message: Option<String>,
     },
     /// Configure model providers (keys go to the system keyring).
     Providers {
         #[command(subcommand)]
         command: ProvidersCommand,
+    },
+    /// The model table: context windows and prices (USD per million tokens), built in or
+    /// edited by you.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
     },
     /// List and inspect conversations.
     Conversations {
@@ -89,8 +104,36 @@ pub enum ProvidersCommand {
     },
     /// List providers (never their keys); the default comes first.
     List,
-    /// Check that a provider answers, and list its models.
+    /// Check that a provider answers, and list its models with their context windows.
+    ///
+    /// Ollama is asked through its own API (/api/tags, /api/show), and the windows it
+    /// reports are remembered in the model table.
     Test { name: String },
+    /// Look for model servers running on this computer (Ollama, LM Studio, llama.cpp).
+    ///
+    /// Probes their default ports, or the PRESET=URL list in HEARTH_LOCAL_SERVERS.
+    Detect,
+    /// Show or choose which models do which job: main (answers), fast (summaries,
+    /// memory extraction) and fallback (used only when enabled and the main model fails).
+    ///
+    /// Each is PROVIDER:MODEL, e.g. ollama:llama3.2:3b. Without options, prints the choice.
+    Slots {
+        /// The model that answers.
+        #[arg(long)]
+        main: Option<String>,
+        /// The model for summaries and extraction ("same" for the main model).
+        #[arg(long)]
+        fast: Option<String>,
+        /// The model that answers when the main one fails ("none" to clear).
+        #[arg(long)]
+        fallback: Option<String>,
+        /// Use the fallback model when the main one fails.
+        #[arg(long, conflicts_with = "no_fallback")]
+        enable_fallback: bool,
+        /// Never use a fallback model.
+        #[arg(long)]
+        no_fallback: bool,
+    },
     /// Remove a provider and its stored key.
     Remove {
         name: String,
@@ -98,6 +141,31 @@ pub enum ProvidersCommand {
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// List every row: built-in, reported by a server, or edited (marked *).
+    List,
+    /// Set a model's (or name prefix's) window and prices; unset values use the defaults.
+    Set {
+        /// A model name or prefix (gpt-4o covers gpt-4o-2024-08-06).
+        model: String,
+        /// Context window in tokens.
+        #[arg(long)]
+        window: Option<u32>,
+        /// USD per million input tokens.
+        #[arg(long)]
+        input_price: Option<f64>,
+        /// USD per million output tokens.
+        #[arg(long)]
+        output_price: Option<f64>,
+        /// USD per million input tokens read from the provider's cache.
+        #[arg(long)]
+        cached_price: Option<f64>,
+    },
+    /// Drop your values for a model (the built-in or server values apply again).
+    Reset { model: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use hearth_core::Hearth;
-use hearth_core::chat::ChatOptions;
+use hearth_core::chat::{ChatOptions, Redo};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -17,15 +17,33 @@ fn no_provider() -> Failure {
     Failure::new("no_provider", hearth_core::providers::NO_PROVIDER_HINT)
 }
 
+/// What `hearth chat` was asked.
+pub struct Turn {
+    pub conversation: Option<String>,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub temporary: bool,
+    pub regenerate: bool,
+    pub edit: bool,
+    pub message: String,
+}
+
 /// Runs one turn; returns the exit code (0, or 130 when stopped by Ctrl-C).
-pub fn chat(
-    out: &Out,
-    conversation: Option<String>,
-    model: Option<String>,
-    provider: Option<String>,
-    temporary: bool,
-    message: String,
-) -> Result<u8, Failure> {
+pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
+    let Turn {
+        conversation,
+        model,
+        provider,
+        temporary,
+        regenerate,
+        edit,
+        message,
+    } = turn;
+    let redo = match (regenerate, edit) {
+        (true, _) => Redo::Regenerate,
+        (false, true) => Redo::EditLast,
+        _ => Redo::No,
+    };
     let opts = open_options()?;
     let slots = {
         let hearth = Hearth::open_oneshot(&opts)?;
@@ -51,6 +69,7 @@ pub fn chat(
             conversation,
             message,
             temporary,
+            redo,
         };
         let mut stdout = std::io::stdout();
         let outcome = hearth
@@ -64,16 +83,27 @@ pub fn chat(
         if !json {
             println!();
         }
+        if let Some(from) = &outcome.fallback_from {
+            eprintln!(
+                "note: {from} failed; this answer came from the fallback model {}",
+                outcome.model
+            );
+        }
         if let Some(id) = &outcome.conversation {
             eprintln!("conversation: {id}");
         }
         if json {
             out.print_json(&json!({
                 "conversation": outcome.conversation,
+                "message_id": outcome.message_id,
                 "answer": outcome.answer,
                 "stopped": outcome.stopped,
                 "usage": outcome.usage,
                 "cost_usd": outcome.cost_usd,
+                "provider": outcome.provider,
+                "model": outcome.model,
+                "fallback_from": outcome.fallback_from,
+                "context": outcome.zones,
             }));
         }
         Ok(if outcome.stopped { INTERRUPTED } else { 0 })
@@ -99,7 +129,8 @@ pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
             .iter()
             .map(|m| {
                 json!({"id": m.id, "role": m.message.role, "content": m.message.content,
-                            "state": m.state, "tokens": m.tokens, "created_at": m.created_at})
+                            "state": m.state, "tokens": m.tokens, "created_at": m.created_at,
+                            "turn": m.turn})
             })
             .collect();
         out.print_json(&rows);

@@ -30,8 +30,21 @@ fn main() -> ExitCode {
             model,
             provider,
             temporary,
+            regenerate,
+            edit,
             message,
-        } => match chat::chat(&out, conversation, model, provider, temporary, message) {
+        } => match chat::chat(
+            &out,
+            chat::Turn {
+                conversation,
+                model,
+                provider,
+                temporary,
+                regenerate,
+                edit,
+                message: message.unwrap_or_default(),
+            },
+        ) {
             Ok(0) => Ok(()),
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
@@ -44,6 +57,7 @@ fn main() -> ExitCode {
             ConversationsCommand::Delete { id, yes } => chat::delete(&out, &id, yes),
         },
         Command::Providers { command } => providers::run(&out, command),
+        Command::Models { command } => providers::models(&out, command),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

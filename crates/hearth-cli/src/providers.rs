@@ -2,11 +2,12 @@
 
 use hearth_core::Hearth;
 use hearth_core::llm::{LlmClient, RetryPolicy, Timeouts};
-use hearth_core::providers::{NewProvider, Preset, Providers};
+use hearth_core::models::{ModelEdit, Models};
+use hearth_core::providers::{NewProvider, Preset, Providers, Slot};
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use crate::args::ProvidersCommand;
+use crate::args::{ModelsCommand, ProvidersCommand};
 use crate::output::{Failure, Out};
 use crate::{open_options, secrets};
 
@@ -78,29 +79,110 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
             let cfg = providers.get(&name)?.ok_or_else(|| {
                 Failure::new("invalid_input", format!("there is no provider {name}"))
             })?;
-            let endpoint = providers.endpoint(&cfg)?;
-            let client = LlmClient::new(
-                RetryPolicy {
-                    max_retries: 0,
-                    ..RetryPolicy::default()
-                },
-                Timeouts::default(),
-            )
-            .map_err(hearth_core::Error::from)?;
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| Failure::new("internal", e.to_string()))?;
-            let models = runtime
-                .block_on(client.list_models(&endpoint))
-                .map_err(hearth_core::Error::from)?;
+            let (runtime, client) = client()?;
+            let models = runtime.block_on(providers.models(&client, &cfg))?;
             if out.json {
-                out.print_json(&json!({ "ok": true, "models": models }));
+                let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+                out.print_json(&json!({ "ok": true, "models": ids, "details": models }));
             } else {
+                println!("{name} answers; {} models:", models.len());
+                for m in &models {
+                    match m.context_window {
+                        Some(w) => {
+                            println!("  {}  window {w} ({})", m.id, m.window_source.as_str())
+                        }
+                        None => println!("  {}  window unknown", m.id),
+                    }
+                }
+            }
+        }
+        ProvidersCommand::Detect => {
+            let providers = providers()?;
+            let (runtime, client) = client()?;
+            let found =
+                runtime.block_on(hearth_core::providers::detect_local(&client, &providers))?;
+            if out.json {
+                out.print_json(&found);
+            } else if found.is_empty() {
                 println!(
-                    "{name} answers; {} models: {}",
-                    models.len(),
-                    models.join(", ")
+                    "No local model server is running. Start Ollama (ollama serve), LM Studio's server or llama.cpp's llama-server, or add a cloud provider."
+                );
+            } else {
+                for d in found {
+                    let configured = d
+                        .configured_as
+                        .map(|n| format!(" (configured as {n})"))
+                        .unwrap_or_default();
+                    println!(
+                        "{} at {}{configured}: {} models: {}",
+                        d.preset.label(),
+                        d.base_url,
+                        d.models.len(),
+                        d.models.join(", ")
+                    );
+                }
+            }
+        }
+        ProvidersCommand::Slots {
+            main,
+            fast,
+            fallback,
+            enable_fallback,
+            no_fallback,
+        } => {
+            let providers = providers()?;
+            let mut choices = providers.slot_choices()?;
+            let changing = main.is_some()
+                || fast.is_some()
+                || fallback.is_some()
+                || enable_fallback
+                || no_fallback;
+            if let Some(m) = main {
+                choices.main = Some(Slot::parse(&m)?);
+            }
+            match fast.as_deref() {
+                None => {}
+                Some("same") => choices.fast = None,
+                Some(f) => choices.fast = Some(Slot::parse(f)?),
+            }
+            match fallback.as_deref() {
+                None => {}
+                Some("none") => {
+                    choices.fallback = None;
+                    choices.fallback_enabled = false;
+                }
+                Some(f) => choices.fallback = Some(Slot::parse(f)?),
+            }
+            if enable_fallback {
+                choices.fallback_enabled = true;
+            }
+            if no_fallback {
+                choices.fallback_enabled = false;
+            }
+            if changing {
+                providers.set_slot_choices(&choices)?;
+            }
+            if out.json {
+                out.print_json(&choices);
+            } else {
+                let show = |s: &Option<Slot>, none: &str| {
+                    s.as_ref()
+                        .map(|s| format!("{}:{}", s.provider, s.model))
+                        .unwrap_or_else(|| none.to_owned())
+                };
+                println!(
+                    "main      {}",
+                    show(&choices.main, "(the default provider's model)")
+                );
+                println!("fast      {}", show(&choices.fast, "(same as main)"));
+                println!(
+                    "fallback  {}{}",
+                    show(&choices.fallback, "(none)"),
+                    if choices.fallback_enabled {
+                        ""
+                    } else {
+                        " [off]"
+                    }
                 );
             }
         }
@@ -123,6 +205,74 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
             } else {
                 println!("Removed provider {name}.");
             }
+        }
+    }
+    Ok(())
+}
+
+/// A runtime and a client that does not retry (a test should say at once what is wrong).
+fn client() -> Result<(tokio::runtime::Runtime, LlmClient), Failure> {
+    let client = LlmClient::new(
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        },
+        Timeouts::default(),
+    )
+    .map_err(hearth_core::Error::from)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new("internal", e.to_string()))?;
+    Ok((runtime, client))
+}
+
+/// `hearth models …`
+pub fn models(out: &Out, command: ModelsCommand) -> Result<(), Failure> {
+    let hearth = Hearth::open_oneshot(&open_options()?)?;
+    let models = Models::new(hearth.store().clone());
+    match command {
+        ModelsCommand::List => {}
+        ModelsCommand::Set {
+            model,
+            window,
+            input_price,
+            output_price,
+            cached_price,
+        } => models.set(ModelEdit {
+            model,
+            context_window: window,
+            input_usd_per_mtok: input_price,
+            output_usd_per_mtok: output_price,
+            cached_usd_per_mtok: cached_price,
+        })?,
+        ModelsCommand::Reset { model } => {
+            if !models.reset(&model)? {
+                return Err(Failure::new(
+                    "not_found",
+                    format!("you have not changed {model}"),
+                ));
+            }
+        }
+    }
+    let list = models.list()?;
+    if out.json {
+        out.print_json(&list);
+    } else {
+        let num = |v: Option<f64>| v.map(|p| format!("{p}")).unwrap_or_else(|| "-".into());
+        println!("model  window  input  output  cached  (USD per million tokens; * edited)");
+        for m in list {
+            println!(
+                "{}{}  {}  {}  {}  {}",
+                m.model,
+                if m.edited { " *" } else { "" },
+                m.context_window
+                    .map(|w| w.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                num(m.input_usd_per_mtok),
+                num(m.output_usd_per_mtok),
+                num(m.cached_usd_per_mtok)
+            );
         }
     }
     Ok(())

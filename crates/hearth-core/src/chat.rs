@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::params;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{self, ZoneTokens};
+use crate::context::{self, Budgets, MemorySource, Parts, Passage, RetrievalSource, ZoneTokens};
 use crate::conversations::{Conversations, MessageState};
 use crate::llm::{ChatRequest, LlmClient, LlmError, Provider, StreamEvent};
+use crate::models::{ModelTable, Models};
 use crate::store::Store;
 use crate::time::now_millis;
 use crate::tokens::Encoding;
@@ -36,19 +37,22 @@ pub struct ChatModel {
 }
 
 /// The models a turn uses: `main` answers; `fast` writes summaries (and later extracts
-/// memories). With one model configured, both slots hold it.
+/// memories). With one model configured, both slots hold it. `fallback`, set only when the
+/// user enabled it, answers when the main model fails before saying anything.
 #[derive(Debug, Clone)]
 pub struct ModelSlots {
     pub main: ChatModel,
     pub fast: ChatModel,
+    pub fallback: Option<ChatModel>,
 }
 
 impl ModelSlots {
-    /// Both slots filled by one model.
+    /// Both slots filled by one model, no fallback.
     pub fn single(model: ChatModel) -> Self {
         Self {
             fast: model.clone(),
             main: model,
+            fallback: None,
         }
     }
 }
@@ -69,12 +73,15 @@ fn usable(m: &crate::conversations::StoredMessage) -> bool {
 
 /// Loads the summary and verbatim history; when history passes the soft limit, the fast
 /// model folds everything but the last exchanges into a new rolling summary first.
+#[allow(clippy::too_many_arguments)]
 async fn compact_if_needed(
     store: &Store,
     client: &LlmClient,
     convs: &Conversations,
     id: &str,
+    before: Option<i64>,
     fast: &ChatModel,
+    models: &ModelTable,
     window: u32,
     cancel: &CancellationToken,
 ) -> Result<(Option<String>, Vec<(Message, u32)>)> {
@@ -83,7 +90,7 @@ async fn compact_if_needed(
     let verbatim: Vec<_> = convs
         .messages(id)?
         .into_iter()
-        .filter(|m| m.id > after && usable(m))
+        .filter(|m| m.id > after && before.is_none_or(|b| m.id < b) && usable(m))
         .collect();
     let history_tokens: u32 = summary.as_ref().map(|s| s.tokens).unwrap_or(0)
         + verbatim
@@ -132,8 +139,10 @@ async fn compact_if_needed(
             record_usage(
                 store,
                 Some(id),
+                None,
                 "fast",
                 fast,
+                models,
                 done.usage.unwrap_or_default(),
                 latency,
                 "ok",
@@ -153,8 +162,10 @@ async fn compact_if_needed(
             record_usage(
                 store,
                 Some(id),
+                None,
                 "fast",
                 fast,
+                models,
                 Usage::default(),
                 latency,
                 &outcome,
@@ -165,14 +176,51 @@ async fn compact_if_needed(
     }
 }
 
+/// Answer again instead of answering a new message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Redo {
+    /// A new message (`ChatOptions::message`).
+    #[default]
+    No,
+    /// Answer the last user message again; the new answer replaces the old one once it
+    /// has text (a failed regeneration keeps the old answer).
+    Regenerate,
+    /// Replace the last user message's text with `ChatOptions::message` and answer it; on
+    /// failure the old text and answer come back.
+    EditLast,
+}
+
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
 pub struct ChatOptions {
     /// Continue this conversation; a new one is started when `None`.
     pub conversation: Option<String>,
     pub message: String,
-    /// Write nothing but a content-free usage row.
+    /// Write nothing but a content-free usage row, read no memories.
     pub temporary: bool,
+    pub redo: Redo,
+}
+
+/// Where the memory and retrieved zones come from (issues 4 and 5 fill them).
+#[derive(Clone, Default)]
+pub struct Sources {
+    pub memory: Option<Arc<dyn MemorySource>>,
+    pub retrieval: Option<Arc<dyn RetrievalSource>>,
+}
+
+/// What an answer's turn used, stored with the answer for the chat screen.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnInfo {
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    /// USD: 0 on a local server, `None` when the price is unknown.
+    pub cost_usd: Option<f64>,
+    pub zones: ZoneTokens,
+    /// Set when the main model failed and the enabled fallback answered: the main model.
+    pub fallback_from: Option<String>,
+    /// Why the main model failed, when the fallback answered.
+    pub fallback_reason: Option<String>,
 }
 
 /// What a turn produced.
@@ -180,56 +228,165 @@ pub struct ChatOptions {
 pub struct TurnOutcome {
     /// `None` for a temporary chat.
     pub conversation: Option<String>,
+    /// The stored answer (`None` for a temporary chat).
+    pub message_id: Option<i64>,
     pub answer: String,
     pub usage: Option<Usage>,
     pub stopped: bool,
     pub zones: ZoneTokens,
     /// What the answer cost in USD (0 on a local server; `None` when the price is unknown).
     pub cost_usd: Option<f64>,
+    /// The provider and model that answered.
+    pub provider: String,
+    pub model: String,
+    /// Set when the enabled fallback answered because the main model failed.
+    pub fallback_from: Option<String>,
 }
 
+/// The memory and retrieved zones for a message, from the sources, off the async threads.
+async fn gather(
+    sources: &Sources,
+    message: &str,
+    budgets: Budgets,
+    encoding: Encoding,
+) -> (Option<String>, Vec<Passage>) {
+    let (memory, retrieval, text) = (
+        sources.memory.clone(),
+        sources.retrieval.clone(),
+        message.to_owned(),
+    );
+    if memory.is_none() && retrieval.is_none() {
+        return (None, Vec::new());
+    }
+    let joined = tokio::task::spawn_blocking(move || {
+        let block = memory.and_then(|m| match m.memory_block(&text, budgets.memory, encoding) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "the memory block could not be built; answering without it");
+                None
+            }
+        });
+        let passages = retrieval
+            .map(|r| match r.retrieve(&text, budgets.retrieved) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "retrieval failed; answering without passages");
+                    Vec::new()
+                }
+            })
+            .unwrap_or_default();
+        (block, passages)
+    })
+    .await;
+    joined.unwrap_or_default()
+}
+
+/// The window of `model`: its provider's setting, else the model table.
+fn window_of(model: &ChatModel, table: &ModelTable) -> u32 {
+    model
+        .context_window
+        .unwrap_or_else(|| table.window(&model.model).0)
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_turn(
     store: &Store,
     client: &LlmClient,
     slots: &ModelSlots,
+    sources: &Sources,
     opts: ChatOptions,
     cancel: &CancellationToken,
     mut on_text: impl FnMut(&str) + Send,
 ) -> Result<TurnOutcome> {
-    let (model, fast) = (&slots.main, &slots.fast);
+    let fast = &slots.fast;
+    let mut model = &slots.main;
     let convs = Conversations::new(store.clone());
-    let encoding = Encoding::for_model(&model.model);
+    let models = Models::new(store.clone()).table()?;
+    let mut encoding = Encoding::for_model(&model.model);
     let started = Instant::now();
-    let window = model
-        .context_window
-        .unwrap_or_else(|| context::context_window(&model.model));
-    let (conversation, summary, history) = if opts.temporary {
-        (None, None, Vec::new())
+    let mut window = window_of(model, &models);
+    if opts.redo != Redo::No && (opts.temporary || opts.conversation.is_none()) {
+        return Err(Error::InvalidInput(
+            "only a saved conversation can be answered again".into(),
+        ));
+    }
+    // Redo: the last user message is answered again; history is what came before it.
+    let mut redo: Option<(i64, String)> = None;
+    let (conversation, summary, history, text) = if opts.temporary {
+        (None, None, Vec::new(), opts.message.clone())
     } else if let Some(id) = &opts.conversation {
         if !convs.exists(id)? {
             return Err(Error::InvalidInput(format!(
                 "there is no conversation {id}"
             )));
         }
-        let (summary, history) =
-            compact_if_needed(store, client, &convs, id, fast, window, cancel).await?;
-        (Some(id.clone()), summary, history)
+        let (before, text) = match opts.redo {
+            Redo::No => (None, opts.message.clone()),
+            Redo::Regenerate | Redo::EditLast => {
+                let (user_id, old) = convs.last_user_message(id)?.ok_or_else(|| {
+                    Error::InvalidInput("this conversation has no message to answer again".into())
+                })?;
+                let text = if opts.redo == Redo::EditLast {
+                    if opts.message.trim().is_empty() {
+                        return Err(Error::InvalidInput("the message is empty".into()));
+                    }
+                    convs.edit_text(user_id, &opts.message, encoding)?;
+                    opts.message.clone()
+                } else {
+                    old.clone()
+                };
+                redo = Some((user_id, old));
+                (Some(user_id), text)
+            }
+        };
+        let (summary, history) = compact_if_needed(
+            store, client, &convs, id, before, fast, &models, window, cancel,
+        )
+        .await?;
+        (Some(id.clone()), summary, history, text)
     } else {
-        (Some(convs.create(&opts.message)?), None, Vec::new())
+        (
+            Some(convs.create(&opts.message)?),
+            None,
+            Vec::new(),
+            opts.message.clone(),
+        )
     };
-    let user = Message::user(opts.message.clone());
-    let assembled = context::assemble(
-        SYSTEM_PROMPT,
-        summary.as_deref(),
-        &history,
-        &user,
-        encoding,
-        window,
-    )
-    .map_err(Error::InvalidInput)?;
+    let user = Message::user(text.clone());
+    let (memory, passages) = if opts.temporary {
+        (None, Vec::new())
+    } else {
+        gather(sources, &text, Budgets::for_window(window), encoding).await
+    };
+    let assemble = |window: u32, encoding: Encoding| {
+        context::assemble(
+            Parts {
+                system: SYSTEM_PROMPT,
+                memory: memory.as_deref(),
+                summary: summary.as_deref(),
+                history: &history,
+                retrieved: &passages,
+                current: &user,
+            },
+            encoding,
+            window,
+        )
+        .map_err(Error::InvalidInput)
+    };
+    let assembled = match assemble(window, encoding) {
+        Ok(a) => a,
+        Err(e) => {
+            if let (Some((user_id, old)), Redo::EditLast) = (&redo, opts.redo) {
+                convs.edit_text(*user_id, old, encoding)?;
+            }
+            return Err(e);
+        }
+    };
     let answer_id = match &conversation {
         Some(c) => {
-            convs.append(c, &user, encoding, MessageState::Complete, None)?;
+            if redo.is_none() {
+                convs.append(c, &user, encoding, MessageState::Complete, None)?;
+            }
             Some(convs.append(
                 c,
                 &Message::assistant(""),
@@ -266,6 +423,7 @@ pub(crate) async fn run_turn(
     let mut zones = assembled.zones;
     let mut messages = assembled.messages;
     let mut retried_smaller = false;
+    let mut fallback_from: Option<(String, String)> = None;
     let result = loop {
         let request = ChatRequest {
             model: model.model.clone(),
@@ -273,6 +431,7 @@ pub(crate) async fn run_turn(
             max_output_tokens: Some(zones.output_reserve),
             ..ChatRequest::default()
         };
+        let call_started = Instant::now();
         let result = client
             .stream_chat(&model.provider, &request, cancel, |event| {
                 if let StreamEvent::Text(t) = event {
@@ -283,8 +442,25 @@ pub(crate) async fn run_turn(
                 }
             })
             .await;
+        let Err(error) = &result else {
+            break result;
+        };
+        let nothing_yet = so_far.lock().map(|s| s.is_empty()).unwrap_or(false);
+        let record_failed = |model: &ChatModel, slot: &str| {
+            record_usage(
+                store,
+                conversation.as_deref(),
+                answer_id,
+                slot,
+                model,
+                &models,
+                Usage::default(),
+                call_started.elapsed().as_millis() as i64,
+                error.code(),
+            )
+        };
         // The model's real window is smaller than we thought: re-assemble once, smaller.
-        if let Err(LlmError::ContextLength { .. }) = &result
+        if let LlmError::ContextLength { .. } = error
             && !retried_smaller
         {
             retried_smaller = true;
@@ -294,14 +470,38 @@ pub(crate) async fn run_turn(
                 smaller,
                 "context length exceeded; re-assembling with a smaller budget"
             );
-            if let Ok(again) = context::assemble(
-                SYSTEM_PROMPT,
-                summary.as_deref(),
-                &history,
-                &user,
-                encoding,
-                smaller,
-            ) {
+            if let Ok(again) = assemble(smaller, encoding) {
+                record_failed(
+                    model,
+                    if fallback_from.is_some() {
+                        "fallback"
+                    } else {
+                        "main"
+                    },
+                )?;
+                zones = again.zones;
+                messages = again.messages;
+                continue;
+            }
+        }
+        // The main model failed before saying anything: the fallback, if the user enabled it.
+        if nothing_yet
+            && fallback_from.is_none()
+            && let Some(fallback) = &slots.fallback
+        {
+            tracing::warn!(
+                code = error.code(),
+                main = %model.model,
+                fallback = %fallback.model,
+                "the main model failed; answering with the fallback model"
+            );
+            record_failed(model, "main")?;
+            fallback_from = Some((model.model.clone(), error.to_string()));
+            model = fallback;
+            encoding = Encoding::for_model(&model.model);
+            window = window_of(model, &models);
+            retried_smaller = false;
+            if let Ok(again) = assemble(window, encoding) {
                 zones = again.zones;
                 messages = again.messages;
                 continue;
@@ -340,14 +540,47 @@ pub(crate) async fn run_turn(
             e.code().to_owned(),
         ),
     };
+    let slot = if fallback_from.is_some() {
+        "fallback"
+    } else {
+        "main"
+    };
+    let cost_usd = usage.and_then(|u| models.cost(&model.provider.base_url, &model.model, u));
+    let info = TurnInfo {
+        provider: model.provider.name.clone(),
+        model: model.model.clone(),
+        usage: usage.unwrap_or_default(),
+        cost_usd,
+        zones,
+        fallback_from: fallback_from.as_ref().map(|f| f.0.clone()),
+        fallback_reason: fallback_from.as_ref().map(|f| f.1.clone()),
+    };
     if let Some(id) = answer_id {
-        convs.update(id, &text, encoding, state)?;
+        let replaced = !text.is_empty() || state == MessageState::Complete;
+        match (&redo, replaced) {
+            // The new answer stands: the answers it replaces go.
+            (Some((user_id, _)), true) => convs.delete_between(*user_id, id)?,
+            // A failed redo changes nothing: the old text and answer come back.
+            (Some((user_id, old)), false) => {
+                convs.delete_message(id)?;
+                if opts.redo == Redo::EditLast {
+                    convs.edit_text(*user_id, old, encoding)?;
+                }
+            }
+            (None, _) => {}
+        }
+        if redo.is_none() || replaced {
+            convs.update(id, &text, encoding, state)?;
+            convs.set_turn_info(id, &info)?;
+        }
     }
     record_usage(
         store,
         conversation.as_deref(),
-        "main",
+        answer_id,
+        slot,
         model,
+        &models,
         usage.unwrap_or_default(),
         latency_ms,
         &outcome,
@@ -355,21 +588,26 @@ pub(crate) async fn run_turn(
     let done = result?;
     Ok(TurnOutcome {
         conversation,
+        message_id: answer_id,
         answer: done.text,
         usage: done.usage,
         stopped: done.stopped,
         zones,
-        cost_usd: done
-            .usage
-            .and_then(|u| crate::pricing::call_cost(&model.provider.base_url, &model.model, u)),
+        cost_usd,
+        provider: info.provider,
+        model: info.model,
+        fallback_from: info.fallback_from,
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn record_usage(
     store: &Store,
     conversation: Option<&str>,
+    message: Option<i64>,
     slot: &str,
     model: &ChatModel,
+    models: &ModelTable,
     usage: Usage,
     latency_ms: i64,
     outcome: &str,
@@ -381,14 +619,15 @@ fn record_usage(
         model.model.clone(),
         outcome.to_owned(),
     );
-    let cost = crate::pricing::call_cost(&model.provider.base_url, &model.model, usage);
+    let cost = models.cost(&model.provider.base_url, &model.model, usage);
     store.write_blocking(move |c| {
         c.execute(
-            "INSERT INTO usage_ledger (conversation_id, slot, provider, model, input_tokens, output_tokens,
+            "INSERT INTO usage_ledger (conversation_id, message_id, slot, provider, model, input_tokens, output_tokens,
                cached_input_tokens, cache_write_tokens, latency_ms, outcome, created_at, cost_usd)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 conversation,
+                message,
                 slot,
                 provider,
                 name,

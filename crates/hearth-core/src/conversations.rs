@@ -83,13 +83,16 @@ pub struct ConversationSummary {
 }
 
 /// A stored message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredMessage {
     pub id: i64,
     pub message: Message,
     pub tokens: u32,
     pub state: MessageState,
     pub created_at: Millis,
+    /// For an answer: what its turn used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<crate::chat::TurnInfo>,
 }
 
 /// The latest rolling summary of a conversation.
@@ -201,6 +204,66 @@ impl Conversations {
         })
     }
 
+    /// The last user message of a conversation: its id and text.
+    pub fn last_user_message(&self, conversation: &str) -> Result<Option<(i64, String)>> {
+        let conv = conversation.to_owned();
+        self.store.read_blocking(move |c| {
+            c.query_row(
+                "SELECT id, content FROM messages WHERE conversation_id = ?1 AND role = 'user'
+                 ORDER BY id DESC LIMIT 1",
+                [conv],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })
+    }
+
+    /// Replaces a user message's text (edit-and-resend), recounting its tokens.
+    pub fn edit_text(&self, message_id: i64, content: &str, encoding: Encoding) -> Result<()> {
+        let tokens = encoding.count(content) as i64;
+        let content = content.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE messages SET content = ?1, tokens = ?2, encoding = ?3, updated_at = ?4 WHERE id = ?5",
+                params![content, tokens, encoding_name(encoding), now_millis(), message_id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Deletes the messages strictly between two of the same conversation (the answers a
+    /// regenerated one replaces).
+    pub fn delete_between(&self, after: i64, before: i64) -> Result<()> {
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "DELETE FROM messages WHERE id > ?1 AND id < ?2
+                   AND conversation_id = (SELECT conversation_id FROM messages WHERE id = ?1)",
+                params![after, before],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Deletes one message.
+    pub fn delete_message(&self, message_id: i64) -> Result<()> {
+        self.store.write_blocking(move |c| {
+            c.execute("DELETE FROM messages WHERE id = ?1", [message_id])?;
+            Ok(())
+        })
+    }
+
+    /// Stores what an answer's turn used (model, tokens, cost, context zones).
+    pub fn set_turn_info(&self, message_id: i64, info: &crate::chat::TurnInfo) -> Result<()> {
+        let json = serde_json::to_string(info).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE messages SET turn_json = ?1 WHERE id = ?2",
+                params![json, message_id],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Marks answers left `streaming` by a turn that died (not updated since `stale_before`).
     pub fn mark_interrupted(&self, stale_before: Millis) -> Result<usize> {
         self.store.write_blocking(move |c| {
@@ -216,7 +279,7 @@ impl Conversations {
         let conv = conversation.to_owned();
         self.store.read_blocking(move |c| {
             let mut stmt = c.prepare(
-                "SELECT id, role, content, tool_calls, tool_call_id, tokens, state, created_at
+                "SELECT id, role, content, tool_calls, tool_call_id, tokens, state, created_at, turn_json
                  FROM messages WHERE conversation_id = ?1 ORDER BY id",
             )?;
             let rows = stmt.query_map([conv], |r| {
@@ -234,6 +297,9 @@ impl Conversations {
                     tokens: r.get(5)?,
                     state: MessageState::parse(&r.get::<_, String>(6)?),
                     created_at: r.get(7)?,
+                    turn: r
+                        .get::<_, Option<String>>(8)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
                 })
             })?;
             rows.collect()

@@ -32,6 +32,7 @@ struct Inner {
     llm: LlmClient,
     events: broadcast::Sender<Event>,
     _watcher: Option<ChangeWatcher>,
+    sources: std::sync::Mutex<crate::chat::Sources>,
 }
 
 /// What `hearth doctor` and the app's Status panel show.
@@ -87,6 +88,7 @@ impl Hearth {
                 llm,
                 events,
                 _watcher: watcher,
+                sources: std::sync::Mutex::default(),
             }),
         })
     }
@@ -99,6 +101,18 @@ impl Hearth {
     /// The store, for subsystems built on it.
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Plugs in where the memory and retrieved zones of every prompt come from.
+    pub fn set_sources(&self, sources: crate::chat::Sources) {
+        if let Ok(mut s) = self.inner.sources.lock() {
+            *s = sources;
+        }
+    }
+
+    /// The shared LLM client (one connection pool for the process).
+    pub fn llm(&self) -> &LlmClient {
+        &self.inner.llm
     }
 
     /// Conversation storage.
@@ -115,10 +129,17 @@ impl Hearth {
         cancel: &tokio_util::sync::CancellationToken,
         on_text: impl FnMut(&str) + Send,
     ) -> Result<TurnOutcome> {
+        let sources = self
+            .inner
+            .sources
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
         crate::chat::run_turn(
             &self.inner.store,
             &self.inner.llm,
             models,
+            &sources,
             options,
             cancel,
             on_text,

@@ -11,6 +11,7 @@ mod events;
 mod failpoint;
 mod hearth;
 pub mod llm;
+pub mod models;
 pub mod paths;
 pub mod pricing;
 pub mod providers;

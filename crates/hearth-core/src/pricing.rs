@@ -24,8 +24,9 @@ const fn p(input: f64, output: f64, cached_input: f64, cache_write: f64) -> Pric
     }
 }
 
-/// Longest prefixes first, so `gpt-4o-mini` wins over `gpt-4o`.
-const TABLE: &[(&str, Price)] = &[
+/// Built-in list prices by model name prefix; longest prefixes first, so `gpt-4o-mini`
+/// wins over `gpt-4o`. The user's model table ([`crate::models`]) overrides these.
+pub const TABLE: &[(&str, Price)] = &[
     ("gpt-4.1-nano", p(0.10, 0.40, 0.025, 0.10)),
     ("gpt-4.1-mini", p(0.40, 1.60, 0.10, 0.40)),
     ("gpt-4.1", p(2.00, 8.00, 0.50, 2.00)),
@@ -65,13 +66,17 @@ pub fn cost(price: Price, usage: Usage) -> f64 {
         / 1_000_000.0
 }
 
+/// True for a server on this computer (its calls cost nothing).
+pub fn is_local(base_url: &str) -> bool {
+    ["://127.0.0.1", "://localhost", "://[::1]"]
+        .iter()
+        .any(|h| base_url.contains(h))
+}
+
 /// The cost of a call to `model` on a server at `base_url`: zero for a local server,
 /// `None` for a hosted model without a known price.
 pub fn call_cost(base_url: &str, model: &str, usage: Usage) -> Option<f64> {
-    let local = ["://127.0.0.1", "://localhost", "://[::1]"]
-        .iter()
-        .any(|h| base_url.contains(h));
-    if local {
+    if is_local(base_url) {
         return Some(0.0);
     }
     price(model).map(|p| cost(p, usage))

@@ -7,7 +7,10 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::chat::{ChatModel, ModelSlots};
-use crate::llm::{Protocol, Provider};
+use std::time::Duration;
+
+use crate::llm::{LlmClient, Protocol, Provider};
+use crate::models::{Models, WindowSource};
 use crate::store::Store;
 use crate::store::key::{KEYRING_SERVICE, KeyBackend};
 use crate::time::now_millis;
@@ -65,6 +68,28 @@ impl Preset {
                     names.join(", ")
                 ))
             })
+    }
+
+    /// The name people know it by.
+    pub fn label(self) -> &'static str {
+        match self {
+            Preset::OpenAi => "OpenAI",
+            Preset::Anthropic => "Anthropic",
+            Preset::OpenRouter => "OpenRouter",
+            Preset::Ollama => "Ollama",
+            Preset::LmStudio => "LM Studio",
+            Preset::LlamaCpp => "llama.cpp server",
+            Preset::Vllm => "vLLM",
+            Preset::Custom => "Custom (OpenAI-compatible)",
+        }
+    }
+
+    /// Runs on this computer by default.
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            Preset::Ollama | Preset::LmStudio | Preset::LlamaCpp | Preset::Vllm
+        )
     }
 
     /// The default base URL (with `/v1`); `Custom` has none.
@@ -265,7 +290,67 @@ impl Providers {
             )?;
             tx.commit()
         })?;
+        // Slots naming it are cleared rather than left pointing at nothing.
+        let mut choices = self.slot_choices()?;
+        let before = choices.clone();
+        let gone = |s: &Option<Slot>| s.as_ref().is_some_and(|s| s.provider == name);
+        if gone(&choices.main) {
+            choices = SlotChoices::default();
+        }
+        if gone(&choices.fast) {
+            choices.fast = None;
+        }
+        if gone(&choices.fallback) {
+            choices.fallback = None;
+            choices.fallback_enabled = false;
+        }
+        if choices != before {
+            self.store.set_setting(SLOTS_SETTING, &choices)?;
+        }
         Ok(true)
+    }
+
+    /// The models a provider offers, each with its context window and where that came
+    /// from. Ollama is asked through its native API (`/api/tags`, `/api/show`) and the
+    /// windows it reports are remembered in the model table.
+    pub async fn models(
+        &self,
+        client: &LlmClient,
+        cfg: &ProviderConfig,
+    ) -> Result<Vec<ModelListing>> {
+        let provider = self.endpoint(cfg)?;
+        let models = Models::new(self.store.clone());
+        let names: Vec<String> = if cfg.preset == Preset::Ollama.as_str() {
+            let listed = client.ollama_models(&provider).await?;
+            let windows: Vec<(String, u32)> = listed
+                .iter()
+                .filter_map(|(m, w)| w.map(|w| (m.clone(), w)))
+                .collect();
+            let store_models = models.clone();
+            tokio::task::spawn_blocking(move || store_models.record_server_windows(windows))
+                .await
+                .map_err(|e| Error::InvalidInput(e.to_string()))??;
+            listed.into_iter().map(|(m, _)| m).collect()
+        } else {
+            client.list_models(&provider).await?
+        };
+        let table = tokio::task::spawn_blocking(move || models.table())
+            .await
+            .map_err(|e| Error::InvalidInput(e.to_string()))??;
+        Ok(names
+            .into_iter()
+            .map(|id| {
+                let (window, source) = match cfg.context_window {
+                    Some(w) => (w, WindowSource::Configured),
+                    None => table.window(&id),
+                };
+                ModelListing {
+                    context_window: (source != WindowSource::Unknown).then_some(window),
+                    window_source: source,
+                    id,
+                }
+            })
+            .collect())
     }
 
     fn api_key(&self, cfg: &ProviderConfig) -> Result<Option<Zeroizing<String>>> {
@@ -307,8 +392,75 @@ impl Providers {
         })
     }
 
-    /// Model slots from a provider (`name`, or the default one); `model` overrides its model.
+    /// The saved slot choices (Settings → Providers, `hearth providers slots`).
+    pub fn slot_choices(&self) -> Result<SlotChoices> {
+        Ok(self.store.setting(SLOTS_SETTING)?.unwrap_or_default())
+    }
+
+    /// Saves slot choices after checking each names a configured provider.
+    pub fn set_slot_choices(&self, choices: &SlotChoices) -> Result<()> {
+        for slot in [&choices.main, &choices.fast, &choices.fallback]
+            .into_iter()
+            .flatten()
+        {
+            if slot.model.trim().is_empty() {
+                return Err(Error::InvalidInput("a slot needs a model name".into()));
+            }
+            if self.get(&slot.provider)?.is_none() {
+                return Err(Error::InvalidInput(format!(
+                    "there is no provider {}",
+                    slot.provider
+                )));
+            }
+        }
+        if choices.fallback_enabled && choices.fallback.is_none() {
+            return Err(Error::InvalidInput(
+                "choose a fallback model before enabling it".into(),
+            ));
+        }
+        if choices.main.is_none() && (choices.fast.is_some() || choices.fallback.is_some()) {
+            return Err(Error::InvalidInput("choose the main model first".into()));
+        }
+        self.store.set_setting(SLOTS_SETTING, choices)
+    }
+
+    fn chat_model(&self, slot: &Slot) -> Result<Option<ChatModel>> {
+        let Some(cfg) = self.get(&slot.provider)? else {
+            tracing::warn!(provider = %slot.provider, "a model slot names a provider that is gone");
+            return Ok(None);
+        };
+        Ok(Some(ChatModel {
+            provider: self.endpoint(&cfg)?,
+            model: slot.model.clone(),
+            context_window: cfg.context_window,
+        }))
+    }
+
+    /// Model slots: from a named provider (its model, or `model`), else from the saved slot
+    /// choices, else from the default provider. `None` when nothing is configured.
     pub fn slots(&self, name: Option<&str>, model: Option<String>) -> Result<Option<ModelSlots>> {
+        let choices = self.slot_choices()?;
+        if name.is_none()
+            && let Some(main_slot) = &choices.main
+            && let Some(mut main) = self.chat_model(main_slot)?
+        {
+            let fast = match &choices.fast {
+                Some(f) => self.chat_model(f)?.unwrap_or_else(|| main.clone()),
+                None => main.clone(),
+            };
+            if let Some(m) = model {
+                main.model = m;
+            }
+            let fallback = match (&choices.fallback, choices.fallback_enabled) {
+                (Some(f), true) => self.chat_model(f)?,
+                _ => None,
+            };
+            return Ok(Some(ModelSlots {
+                main,
+                fast,
+                fallback,
+            }));
+        }
         let cfg = match name {
             Some(n) => self
                 .get(n)?
@@ -321,8 +473,8 @@ impl Providers {
         let provider = self.endpoint(&cfg)?;
         let Some(main_model) = model.or_else(|| cfg.model.clone()) else {
             return Err(Error::InvalidInput(format!(
-                "provider {} has no model: pass --model or add it again with --model",
-                cfg.name
+                "provider {} has no model: pass --model, choose one with `hearth providers slots --main {}:MODEL`, or add it again with --model",
+                cfg.name, cfg.name
             )));
         };
         let main = ChatModel {
@@ -338,8 +490,122 @@ impl Providers {
             },
             None => main.clone(),
         };
-        Ok(Some(ModelSlots { main, fast }))
+        Ok(Some(ModelSlots {
+            main,
+            fast,
+            fallback: None,
+        }))
     }
+}
+
+/// A model a provider offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelListing {
+    pub id: String,
+    pub context_window: Option<u32>,
+    pub window_source: WindowSource,
+}
+
+/// A model server found running on this computer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DetectedServer {
+    pub preset: Preset,
+    pub base_url: String,
+    pub models: Vec<String>,
+    /// The configured provider already pointing at it.
+    pub configured_as: Option<String>,
+}
+
+/// Where local servers are looked for: HEARTH_LOCAL_SERVERS (`preset=url,…`, for unusual
+/// ports and for tests) or the default ports of Ollama, LM Studio and llama.cpp.
+pub fn local_candidates() -> Result<Vec<(Preset, String)>> {
+    match env("HEARTH_LOCAL_SERVERS") {
+        None => Ok([Preset::Ollama, Preset::LmStudio, Preset::LlamaCpp]
+            .into_iter()
+            .filter_map(|p| p.base_url().map(|u| (p, u.to_owned())))
+            .collect()),
+        Some(list) => list
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|entry| match entry.split_once('=') {
+                Some((p, u)) if u.starts_with("http://") || u.starts_with("https://") => {
+                    Ok((Preset::parse(p)?, u.trim().trim_end_matches('/').to_owned()))
+                }
+                _ => Err(Error::InvalidInput(format!(
+                    "HEARTH_LOCAL_SERVERS entry {entry:?} is not PRESET=URL"
+                ))),
+            })
+            .collect(),
+    }
+}
+
+/// How long detection waits for a local server to answer.
+pub const DETECT_TIMEOUT: Duration = Duration::from_millis(1_500);
+
+/// The local model servers running now, with their models, marking the ones already
+/// configured.
+pub async fn detect_local(
+    client: &LlmClient,
+    providers: &Providers,
+) -> Result<Vec<DetectedServer>> {
+    let candidates = local_candidates()?;
+    let urls: Vec<String> = candidates.iter().map(|(_, u)| u.clone()).collect();
+    let found = client.probe(&urls, DETECT_TIMEOUT).await;
+    let p = providers.clone();
+    let configured = tokio::task::spawn_blocking(move || p.list())
+        .await
+        .map_err(|e| Error::InvalidInput(e.to_string()))??;
+    Ok(candidates
+        .into_iter()
+        .filter_map(|(preset, url)| {
+            let (_, models) = found.iter().find(|(u, _)| *u == url)?;
+            Some(DetectedServer {
+                preset,
+                configured_as: configured
+                    .iter()
+                    .find(|c| c.base_url.trim_end_matches('/') == url)
+                    .map(|c| c.name.clone()),
+                base_url: url,
+                models: models.clone(),
+            })
+        })
+        .collect())
+}
+
+/// The settings key of the slot choices.
+const SLOTS_SETTING: &str = "model_slots";
+
+/// A provider and one of its models.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Slot {
+    pub provider: String,
+    pub model: String,
+}
+
+impl Slot {
+    /// Parses `PROVIDER:MODEL` (the model may itself contain `:`, as Ollama's tags do).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.split_once(':') {
+            Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => Ok(Self {
+                provider: p.trim().to_owned(),
+                model: m.trim().to_owned(),
+            }),
+            _ => Err(Error::InvalidInput(format!(
+                "{s:?} is not PROVIDER:MODEL (for example ollama:llama3.2)"
+            ))),
+        }
+    }
+}
+
+/// Which models do which job. `fast` empty means "same as main"; the fallback is used only
+/// when `fallback_enabled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SlotChoices {
+    pub main: Option<Slot>,
+    pub fast: Option<Slot>,
+    pub fallback: Option<Slot>,
+    #[serde(default)]
+    pub fallback_enabled: bool,
 }
 
 fn row_to_config(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProviderConfig> {
@@ -409,7 +675,11 @@ pub fn slots_from_env(model: Option<String>) -> Result<Option<ModelSlots>> {
         },
         None => main.clone(),
     };
-    Ok(Some(ModelSlots { main, fast }))
+    Ok(Some(ModelSlots {
+        main,
+        fast,
+        fallback: None,
+    }))
 }
 
 /// The models to use: the environment's one-off provider unless a provider is named, else

@@ -52,6 +52,38 @@ impl std::fmt::Debug for Provider {
     }
 }
 
+/// The root of an Ollama server from its OpenAI-compatible base URL (`…/v1` dropped).
+pub fn ollama_root(base_url: &str) -> &str {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed)
+}
+
+/// Ollama's runtime context when a model sets no `num_ctx` (OLLAMA_CONTEXT_LENGTH default).
+pub const OLLAMA_DEFAULT_CONTEXT: u32 = 4_096;
+
+/// The context window an Ollama `/api/show` answer implies: the model's `num_ctx`
+/// parameter if it sets one, else its trained `model_info.<arch>.context_length` capped at
+/// [`OLLAMA_DEFAULT_CONTEXT`] — Ollama's OpenAI endpoint silently cuts prompts longer than
+/// its runtime context, so claiming the trained window would lose the oldest turns without
+/// an error. Users who raised the server's context set the window in the model table.
+fn context_length(show: &serde_json::Value) -> Option<u32> {
+    let num_ctx = show["parameters"].as_str().and_then(|p| {
+        p.lines().find_map(|l| {
+            let mut parts = l.split_whitespace();
+            (parts.next() == Some("num_ctx"))
+                .then(|| parts.next()?.parse::<u32>().ok())
+                .flatten()
+        })
+    });
+    let trained = show["model_info"].as_object().and_then(|info| {
+        info.iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .and_then(|(_, v)| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    });
+    num_ctx.or(trained.map(|t| t.min(OLLAMA_DEFAULT_CONTEXT)))
+}
+
 /// One request to a chat model.
 #[derive(Debug, Clone, Default)]
 pub struct ChatRequest {
@@ -203,6 +235,99 @@ impl LlmClient {
             })
             .collect();
         Ok(models)
+    }
+
+    /// The models of an Ollama server with their context windows: the list from
+    /// `GET /api/tags`, each window from `POST /api/show` (`model_info.<arch>.context_length`).
+    /// `provider.base_url` is the OpenAI-compatible one (`…/v1`); the native API is at its
+    /// root. Models whose details cannot be read are listed without a window.
+    pub async fn ollama_models(
+        &self,
+        provider: &Provider,
+    ) -> Result<Vec<(String, Option<u32>)>, LlmError> {
+        let root = ollama_root(&provider.base_url);
+        let protocol_error = |detail: String| LlmError::Protocol {
+            provider: provider.name.clone(),
+            detail,
+        };
+        let never = CancellationToken::new();
+        let response = match http::send(
+            self.http.get(format!("{root}/api/tags")),
+            self.timeouts,
+            &provider.name,
+            "",
+            &never,
+        )
+        .await
+        {
+            Ok(http::Sent::Response(r)) => r,
+            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
+            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
+        };
+        let tags: serde_json::Value = response
+            .json()
+            .await
+            .map_err(|e| protocol_error(format!("the model list is not JSON ({e})")))?;
+        let names: Vec<String> = tags["models"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["name"].as_str().or_else(|| m["model"].as_str()))
+            .map(str::to_owned)
+            .collect();
+        let shows = names.iter().map(|name| {
+            let req = self
+                .http
+                .post(format!("{root}/api/show"))
+                .timeout(Duration::from_secs(10))
+                .json(&serde_json::json!({ "model": name }));
+            async move {
+                let body: serde_json::Value = req
+                    .send()
+                    .await
+                    .ok()?
+                    .error_for_status()
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                context_length(&body)
+            }
+        });
+        let windows = futures_util::future::join_all(shows).await;
+        Ok(names.into_iter().zip(windows).collect())
+    }
+
+    /// Which of `candidates` (base URLs ending in `/v1`) answer `GET /models` within
+    /// `within`, with the models each offers. Probed all at once.
+    pub async fn probe(
+        &self,
+        candidates: &[String],
+        within: Duration,
+    ) -> Vec<(String, Vec<String>)> {
+        let probes = candidates.iter().map(|base| {
+            let req = self
+                .http
+                .get(format!("{}/models", base.trim_end_matches('/')))
+                .timeout(within);
+            async move {
+                let response = req.send().await.ok()?.error_for_status().ok()?;
+                let body: serde_json::Value = response.json().await.ok()?;
+                let models = body["data"]
+                    .as_array()
+                    .or_else(|| body["models"].as_array())?
+                    .iter()
+                    .filter_map(|m| m["id"].as_str().or_else(|| m["name"].as_str()))
+                    .map(str::to_owned)
+                    .collect();
+                Some((base.clone(), models))
+            }
+        });
+        futures_util::future::join_all(probes)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Streams a chat completion, calling `on_event` for each piece as it arrives.

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "usage cost",
         sql: include_str!("migrations/0006_usage_cost.sql"),
     },
+    Migration {
+        version: 7,
+        name: "turns and models",
+        sql: include_str!("migrations/0007_turns_and_models.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -4,11 +4,18 @@ import type { ChatFailedEvent } from "./ChatFailedEvent";
 import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
 import type { ConversationDto } from "./ConversationDto";
+import type { DetectedServerDto } from "./DetectedServerDto";
 import type { ErrorDto } from "./ErrorDto";
 import type { MessageDto } from "./MessageDto";
+import type { ModelInfoDto } from "./ModelInfoDto";
 import type { OpenConversationEvent } from "./OpenConversationEvent";
+import type { PresetDto } from "./PresetDto";
+import type { ProviderDto } from "./ProviderDto";
+import type { ProviderTestDto } from "./ProviderTestDto";
 import type { SendResultDto } from "./SendResultDto";
 import type { ShortcutStatus } from "./ShortcutStatus";
+import type { SlotDto } from "./SlotDto";
+import type { SlotsDto } from "./SlotsDto";
 import type { StatusDto } from "./StatusDto";
 
 /** Every IPC command the shell exposes: its arguments and its result. */
@@ -26,6 +33,19 @@ export type Commands = {
   stop_turn: { args: { turnId: number }; result: null };
   delete_conversation: { args: { conversationId: string }; result: null };
   open_in_main: { args: { conversationId: string }; result: null };
+  regenerate: { args: { conversationId: string }; result: SendResultDto };
+  edit_last_message: { args: { conversationId: string; text: string }; result: SendResultDto };
+  list_presets: { args: Record<string, never>; result: Array<PresetDto> };
+  list_providers: { args: Record<string, never>; result: Array<ProviderDto> };
+  add_provider: { args: { name: string; preset: string; baseUrl: string | null; apiKey: string | null }; result: ProviderDto };
+  remove_provider: { args: { name: string }; result: null };
+  test_provider: { args: { name: string }; result: ProviderTestDto };
+  detect_local_servers: { args: Record<string, never>; result: Array<DetectedServerDto> };
+  get_slots: { args: Record<string, never>; result: SlotsDto };
+  set_slots: { args: { main: SlotDto; fast: SlotDto | null; fallback: SlotDto | null; fallbackEnabled: boolean }; result: SlotsDto };
+  list_model_info: { args: Record<string, never>; result: Array<ModelInfoDto> };
+  set_model_info: { args: { model: string; contextWindow: number | null; inputUsdPerMtok: number | null; outputUsdPerMtok: number | null; cachedUsdPerMtok: number | null }; result: Array<ModelInfoDto> };
+  reset_model_info: { args: { model: string }; result: Array<ModelInfoDto> };
 };
 
 /** Every event the shell emits and its payload. */
