@@ -2,7 +2,6 @@
 //! what a temporary chat leaves behind, and Ctrl-C.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,51 +10,8 @@ use hearth_core::{DataDir, KeyBackend};
 use hearth_testkit::llm_server::*;
 use serde_json::Value;
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Home {
-    fn new() -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().join("hearth");
-        Self { _tmp: tmp, root }
-    }
-
-    fn cmd(&self, server: &LlmServer, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_hearth"));
-        c.args(args)
-            .env("HEARTH_HOME", &self.root)
-            .env("HEARTH_KEY_BACKEND", "file")
-            .env("HEARTH_PROVIDER_URL", &server.base_url)
-            .env("HEARTH_MODEL", "gpt-4o-mini")
-            .env("HEARTH_API_KEY", "sk-cli-test")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn store(&self) -> Store {
-        let mut o = OpenOptions::new(DataDir::new(&self.root));
-        o.new_key_backend = KeyBackend::File;
-        Store::open(&o).expect("open store")
-    }
-}
-
-async fn output(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().expect("run hearth"))
-        .await
-        .expect("join")
-}
-
-fn conversation_id(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    err.lines()
-        .find_map(|l| l.strip_prefix("conversation: "))
-        .unwrap_or_else(|| panic!("no conversation id in stderr: {err}"))
-        .trim()
-        .to_owned()
-}
+mod common;
+use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_streams_to_stdout_and_the_conversation_continues() {
@@ -435,44 +391,6 @@ async fn a_long_history_is_summarised_oldest_first_and_the_prompt_fits_a_4k_mode
         .expect("read")
         .expect("saved");
     assert!(summary.content.starts_with("SUMMARY:"));
-}
-
-/// `hearth ARGS` with `stdin` fed, no one-off provider in the environment.
-async fn with_stdin(
-    home: &Home,
-    server: &LlmServer,
-    args: &[&str],
-    backend: &str,
-    stdin: &str,
-) -> Output {
-    use std::io::Write;
-    let mut cmd = home.cmd(server, args);
-    cmd.env_remove("HEARTH_PROVIDER_URL")
-        .env_remove("HEARTH_MODEL")
-        .env_remove("HEARTH_API_KEY")
-        .env("HEARTH_KEY_BACKEND", backend)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let stdin = stdin.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let mut child = cmd.spawn().expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(stdin.as_bytes())
-            .expect("write");
-        child.wait_with_output().expect("wait")
-    })
-    .await
-    .expect("join")
-}
-
-fn provider_key_in_keyring(store: &Store, name: &str) -> Option<String> {
-    keyring::Entry::new("hearth", &format!("provider-{}-{name}", store.db_id()))
-        .and_then(|e| e.get_password())
-        .ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -555,6 +555,8 @@ pub(crate) async fn run_turn(
         fallback_from: fallback_from.as_ref().map(|f| f.0.clone()),
         fallback_reason: fallback_from.as_ref().map(|f| f.1.clone()),
     };
+    // The answer row stays unless a failed redo takes it away again.
+    let mut kept = answer_id;
     if let Some(id) = answer_id {
         let replaced = !text.is_empty() || state == MessageState::Complete;
         match (&redo, replaced) {
@@ -563,13 +565,14 @@ pub(crate) async fn run_turn(
             // A failed redo changes nothing: the old text and answer come back.
             (Some((user_id, old)), false) => {
                 convs.delete_message(id)?;
+                kept = None;
                 if opts.redo == Redo::EditLast {
                     convs.edit_text(*user_id, old, encoding)?;
                 }
             }
             (None, _) => {}
         }
-        if redo.is_none() || replaced {
+        if kept.is_some() {
             convs.update(id, &text, encoding, state)?;
             convs.set_turn_info(id, &info)?;
         }
@@ -577,7 +580,7 @@ pub(crate) async fn run_turn(
     record_usage(
         store,
         conversation.as_deref(),
-        answer_id,
+        kept,
         slot,
         model,
         &models,
@@ -588,7 +591,7 @@ pub(crate) async fn run_turn(
     let done = result?;
     Ok(TurnOutcome {
         conversation,
-        message_id: answer_id,
+        message_id: kept,
         answer: done.text,
         usage: done.usage,
         stopped: done.stopped,

@@ -87,6 +87,8 @@ impl LlmServer {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(chat))
             .route("/v1/models", axum::routing::get(models))
+            .route("/api/tags", axum::routing::get(ollama_tags))
+            .route("/api/show", post(ollama_show))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -313,5 +315,42 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
                 .expect("response")
         }
         Some(Reply::Dynamic(_)) => unreachable!("resolved above"),
+    }
+}
+
+/// The models of the Ollama native API (`/api/tags`), as Ollama lists them.
+pub const OLLAMA_MODELS: &[&str] = &["llama3.2:3b", "qwen-long:7b", "mystery:1b"];
+
+async fn ollama_tags() -> Response {
+    let models: Vec<Value> = OLLAMA_MODELS
+        .iter()
+        .map(|m| {
+            json!({"name": m, "model": m, "size": 2_019_393_189u64,
+                         "details": {"family": "llama", "parameter_size": "3.2B"}})
+        })
+        .collect();
+    axum::Json(json!({ "models": models })).into_response()
+}
+
+/// `/api/show`: llama3.2:3b reports a trained length of 131072 and no `num_ctx`;
+/// qwen-long:7b sets `num_ctx 16384`; mystery:1b reports nothing; others are 404.
+async fn ollama_show(body: axum::Json<Value>) -> Response {
+    match body["model"].as_str() {
+        Some("llama3.2:3b") => axum::Json(json!({
+            "parameters": "stop \"<|eot_id|>\"",
+            "model_info": {"general.architecture": "llama", "llama.context_length": 131072}
+        }))
+        .into_response(),
+        Some("qwen-long:7b") => axum::Json(json!({
+            "parameters": "num_ctx 16384\ntemperature 0.7",
+            "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768}
+        }))
+        .into_response(),
+        Some("mystery:1b") => axum::Json(json!({ "model_info": {} })).into_response(),
+        _ => (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "model not found"})),
+        )
+            .into_response(),
     }
 }

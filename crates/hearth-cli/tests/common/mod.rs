@@ -1,0 +1,94 @@
+//! Shared helpers of the CLI's integration tests: a private data folder and running
+//! `hearth` in it against a scripted provider.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use hearth_core::store::{OpenOptions, Store};
+use hearth_core::{DataDir, KeyBackend};
+use hearth_testkit::llm_server::LlmServer;
+
+pub struct Home {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("hearth");
+        Self { _tmp: tmp, root }
+    }
+
+    pub fn cmd(&self, server: &LlmServer, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hearth"));
+        c.args(args)
+            .env("HEARTH_HOME", &self.root)
+            .env("HEARTH_KEY_BACKEND", "file")
+            .env("HEARTH_PROVIDER_URL", &server.base_url)
+            .env("HEARTH_MODEL", "gpt-4o-mini")
+            .env("HEARTH_API_KEY", "sk-cli-test")
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn store(&self) -> Store {
+        let mut o = OpenOptions::new(DataDir::new(&self.root));
+        o.new_key_backend = KeyBackend::File;
+        Store::open(&o).expect("open store")
+    }
+}
+
+pub async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run hearth"))
+        .await
+        .expect("join")
+}
+
+pub fn conversation_id(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| l.strip_prefix("conversation: "))
+        .unwrap_or_else(|| panic!("no conversation id in stderr: {err}"))
+        .trim()
+        .to_owned()
+}
+
+/// `hearth ARGS` with `stdin` fed, no one-off provider in the environment.
+pub async fn with_stdin(
+    home: &Home,
+    server: &LlmServer,
+    args: &[&str],
+    backend: &str,
+    stdin: &str,
+) -> Output {
+    use std::io::Write;
+    let mut cmd = home.cmd(server, args);
+    cmd.env_remove("HEARTH_PROVIDER_URL")
+        .env_remove("HEARTH_MODEL")
+        .env_remove("HEARTH_API_KEY")
+        .env("HEARTH_KEY_BACKEND", backend)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let stdin = stdin.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    })
+    .await
+    .expect("join")
+}
+
+pub fn provider_key_in_keyring(store: &Store, name: &str) -> Option<String> {
+    keyring::Entry::new("hearth", &format!("provider-{}-{name}", store.db_id()))
+        .and_then(|e| e.get_password())
+        .ok()
+}

@@ -1,0 +1,399 @@
+//! Providers beyond the basics, against scripted servers on 127.0.0.1: Ollama's model
+//! windows, the model table, local-server detection, model slots with an opt-in fallback,
+//! and answering again (regenerate, edit-and-resend).
+
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hearth_testkit::llm_server::*;
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `hearth ARGS --json` without a one-off provider, file key backend.
+async fn run(home: &Home, server: &LlmServer, args: &[&str]) -> (Output, Value) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--json");
+    let out = with_stdin(home, server, &all, "file", "").await;
+    let v = json(&out);
+    (out, v)
+}
+
+fn add_args<'a>(name: &'a str, preset: &'a str, url: &'a str) -> Vec<&'a str> {
+    vec!["providers", "add", name, "--preset", preset, "--url", url]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ollama_reports_its_windows_and_the_model_table_can_override_them() {
+    let server =
+        LlmServer::start(vec![stream(text_stream(&["Fine."], Some((1_000, 500, 0))))]).await;
+    let home = Home::new();
+    let (out, _) = run(
+        &home,
+        &server,
+        &add_args("local", "ollama", &server.base_url),
+    )
+    .await;
+    assert!(out.status.success());
+
+    let (out, tested) = run(&home, &server, &["providers", "test", "local"]).await;
+    assert!(out.status.success(), "{tested}");
+    assert_eq!(tested["models"], serde_json::json!(OLLAMA_MODELS));
+    let detail = |id: &str| {
+        tested["details"]
+            .as_array()
+            .and_then(|d| d.iter().find(|m| m["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in {tested}"))
+    };
+    // Trained 131072 but no num_ctx: Ollama runs it at 4096, so that is the window.
+    assert_eq!(detail("llama3.2:3b")["context_window"], 4_096);
+    assert_eq!(detail("llama3.2:3b")["window_source"], "server");
+    assert_eq!(detail("qwen-long:7b")["context_window"], 16_384);
+    assert_eq!(detail("mystery:1b")["context_window"], Value::Null);
+    assert_eq!(detail("mystery:1b")["window_source"], "unknown");
+
+    let (_, table) = run(&home, &server, &["models", "list"]).await;
+    let row = |table: &Value, m: &str| {
+        table
+            .as_array()
+            .and_then(|t| t.iter().find(|r| r["model"] == m))
+            .cloned()
+    };
+    let llama = row(&table, "llama3.2:3b").expect("the server's window is remembered");
+    assert_eq!(llama["context_window"], 4_096);
+    assert_eq!(llama["edited"], false);
+    assert_eq!(
+        row(&table, "gpt-4o").expect("built in")["input_usd_per_mtok"],
+        2.5
+    );
+
+    let (out, table) = run(
+        &home,
+        &server,
+        &[
+            "models",
+            "set",
+            "mystery",
+            "--window",
+            "2048",
+            "--input-price",
+            "1",
+            "--output-price",
+            "2",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{table}");
+    assert_eq!(row(&table, "mystery").expect("added")["edited"], true);
+
+    // The chat uses the user's window and price, even on a local server.
+    let (out, done) = run(
+        &home,
+        &server,
+        &[
+            "chat",
+            "--provider",
+            "local",
+            "--model",
+            "mystery:1b",
+            "hello",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{done}");
+    assert_eq!(done["context"]["window"], 2_048);
+    assert_eq!(done["provider"], "local");
+    assert_eq!(done["model"], "mystery:1b");
+    let cost = done["cost_usd"].as_f64().expect("priced");
+    assert!((cost - 0.002).abs() < 1e-12, "{cost}");
+    let z = &done["context"];
+    let used: u64 = [
+        "system",
+        "memory",
+        "summary",
+        "history",
+        "retrieved",
+        "current",
+    ]
+    .iter()
+    .map(|k| z[k].as_u64().expect("zone"))
+    .sum();
+    assert!(z["system"].as_u64() > Some(0) && z["current"].as_u64() > Some(0));
+    assert!(used <= z["input_budget"].as_u64().expect("budget"));
+
+    let (out, _) = run(&home, &server, &["models", "reset", "mystery"]).await;
+    assert!(out.status.success());
+    let (out, err) = run(&home, &server, &["models", "reset", "mystery"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(err["error"]["code"], "not_found");
+    let (out, err) = run(&home, &server, &["models", "set", "x", "--window", "10"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(err["error"]["code"], "invalid_input");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detection_finds_running_local_servers_and_marks_configured_ones() {
+    let server = LlmServer::start(Vec::new()).await;
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let home = Home::new();
+    let servers = format!(
+        "ollama={},lmstudio=http://127.0.0.1:{dead}/v1",
+        server.base_url
+    );
+    let detect = |home: &Home, servers: String| {
+        let mut cmd = home.cmd(&server, &["providers", "detect", "--json"]);
+        cmd.env_remove("HEARTH_PROVIDER_URL")
+            .env("HEARTH_LOCAL_SERVERS", servers);
+        output(cmd)
+    };
+    let found = json(&detect(&home, servers.clone()).await);
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found[0]["preset"], "ollama");
+    assert_eq!(found[0]["base_url"], server.base_url);
+    assert_eq!(found[0]["models"][0], "gpt-4o-mini");
+    assert_eq!(found[0]["configured_as"], Value::Null);
+
+    let (out, _) = run(&home, &server, &add_args("ol", "ollama", &server.base_url)).await;
+    assert!(out.status.success());
+    let found = json(&detect(&home, servers).await);
+    assert_eq!(found[0]["configured_as"], "ol");
+
+    let out = detect(&home, "nonsense".into()).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["code"], "invalid_input");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_answers_only_when_enabled_and_says_so() {
+    let broken = LlmServer::start(vec![
+        status(401, r#"{"error":{"message":"bad key"}}"#),
+        status(401, r#"{"error":{"message":"bad key"}}"#),
+    ])
+    .await;
+    let good = LlmServer::start(vec![stream(text_stream(&["From the fallback."], None))]).await;
+    let home = Home::new();
+    for (name, url) in [("cloud", &broken.base_url), ("spare", &good.base_url)] {
+        let (out, v) = run(&home, &good, &add_args(name, "custom", url)).await;
+        assert!(out.status.success(), "{v}");
+    }
+    let (out, slots) = run(
+        &home,
+        &good,
+        &[
+            "providers",
+            "slots",
+            "--main",
+            "cloud:model-a",
+            "--fallback",
+            "spare:model-b",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{slots}");
+    assert_eq!(slots["main"]["model"], "model-a");
+    assert_eq!(slots["fallback_enabled"], false);
+
+    // Not enabled: the failure is reported and no other model is tried.
+    let (out, err) = run(&home, &good, &["chat", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(err["error"]["code"], "provider_auth");
+    assert!(good.seen().is_empty(), "the fallback was not asked");
+
+    let (out, _) = run(&home, &good, &["providers", "slots", "--enable-fallback"]).await;
+    assert!(out.status.success());
+    let (out, done) = run(&home, &good, &["chat", "hi"]).await;
+    assert!(out.status.success(), "{done}");
+    assert_eq!(done["answer"], "From the fallback.");
+    assert_eq!(done["model"], "model-b");
+    assert_eq!(done["fallback_from"], "model-a");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("model-a failed; this answer came from the fallback model model-b")
+    );
+    assert_eq!(good.seen()[0].body["model"], "model-b");
+    assert_eq!(broken.seen().len(), 2);
+
+    // The ledger has the failed main call and the fallback's answer; the answer says so.
+    let id = done["conversation"].as_str().expect("id").to_owned();
+    let (_, shown) = run(&home, &good, &["conversations", "show", &id]).await;
+    assert_eq!(shown[1]["turn"]["fallback_from"], "model-a");
+    assert!(
+        shown[1]["turn"]["fallback_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("API key"))
+    );
+    let rows: Vec<(String, String, String)> = home
+        .store()
+        .read_blocking(|c| {
+            let mut s = c.prepare("SELECT slot, model, outcome FROM usage_ledger ORDER BY id")?;
+            let rows = s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect()
+        })
+        .expect("ledger");
+    let row = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
+    assert_eq!(
+        rows,
+        vec![
+            row("main", "model-a", "provider_auth"),
+            row("main", "model-a", "provider_auth"),
+            row("fallback", "model-b", "ok"),
+        ]
+    );
+
+    // Slots are checked, and removing a provider clears the slots naming it.
+    let (out, err) = run(&home, &good, &["providers", "slots", "--main", "ghost:m"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(err["error"]["code"], "invalid_input");
+    let (out, err) = run(&home, &good, &["providers", "slots", "--main", "no-colon"]).await;
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (out, _) = run(&home, &good, &["providers", "remove", "spare", "--yes"]).await;
+    assert!(out.status.success());
+    let (_, slots) = run(&home, &good, &["providers", "slots"]).await;
+    assert_eq!(slots["fallback"], Value::Null);
+    assert_eq!(slots["fallback_enabled"], false);
+    assert_eq!(slots["main"]["provider"], "cloud");
+}
+
+/// Answers "Answer N to: <the last user message>".
+fn echo(counter: Arc<AtomicUsize>) -> Reply {
+    Reply::Dynamic(Arc::new(move |body: &Value| {
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        stream(text_stream(&[&format!("Answer {n} to: {last}")], None))
+    }))
+}
+
+fn contents(shown: &Value) -> Vec<(String, String)> {
+    shown
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["content"].as_str().unwrap_or("").to_owned(),
+                m["state"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_owned(), b.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regenerate_and_edit_replace_the_last_answer_and_a_failure_changes_nothing() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let server = LlmServer::start(vec![
+        echo(n.clone()),
+        echo(n.clone()),
+        status(401, "no"),
+        echo(n.clone()),
+        status(401, "no"),
+    ])
+    .await;
+    let home = Home::new();
+    let out = output(home.cmd(&server, &["chat", "first question"])).await;
+    assert!(out.status.success());
+    let id = conversation_id(&out);
+    let show = |home: &Home| output(home.cmd(&server, &["conversations", "show", &id, "--json"]));
+
+    let out = output(home.cmd(
+        &server,
+        &["chat", "--conversation", &id, "--regenerate", "--json"],
+    ))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(json(&out)["answer"], "Answer 2 to: first question");
+    // The question is sent once, without the answer it replaces.
+    let sent = &server.seen()[1].body["messages"];
+    assert_eq!(sent.as_array().map(Vec::len), Some(2), "{sent}");
+    assert_eq!(
+        contents(&json(&show(&home).await)),
+        vec![
+            pair("first question", "complete"),
+            pair("Answer 2 to: first question", "complete")
+        ]
+    );
+
+    // A regeneration that fails keeps the answer there was.
+    let out = output(home.cmd(
+        &server,
+        &["chat", "--conversation", &id, "--regenerate", "--json"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["code"], "provider_auth");
+    assert_eq!(
+        contents(&json(&show(&home).await)),
+        vec![
+            pair("first question", "complete"),
+            pair("Answer 2 to: first question", "complete")
+        ]
+    );
+
+    let out = output(home.cmd(
+        &server,
+        &["chat", "--conversation", &id, "--edit", "second version"],
+    ))
+    .await;
+    assert!(out.status.success());
+    assert_eq!(
+        contents(&json(&show(&home).await)),
+        vec![
+            pair("second version", "complete"),
+            pair("Answer 3 to: second version", "complete")
+        ]
+    );
+
+    // An edit that fails puts the old text and answer back.
+    let out = output(home.cmd(
+        &server,
+        &[
+            "chat",
+            "--conversation",
+            &id,
+            "--edit",
+            "third version",
+            "--json",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        contents(&json(&show(&home).await)),
+        vec![
+            pair("second version", "complete"),
+            pair("Answer 3 to: second version", "complete")
+        ]
+    );
+
+    // Answering again needs a conversation.
+    let out = output(home.cmd(&server, &["chat", "--regenerate", "--json"])).await;
+    assert_eq!(out.status.code(), Some(2));
+}
