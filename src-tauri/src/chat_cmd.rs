@@ -70,8 +70,14 @@ pub async fn get_messages(
     state: State<'_, AppState>,
     conversation_id: String,
 ) -> Result<Vec<MessageDto>, ErrorDto> {
-    let convs = state.hearth()?.conversations();
-    let messages = tauri::async_runtime::spawn_blocking(move || convs.messages(&conversation_id))
+    let hearth = state.hearth()?.clone();
+    let messages = tauri::async_runtime::spawn_blocking(move || {
+        // An answer another process left streaming when it died shows as interrupted.
+        if let Err(e) = hearth.sweep_dead_turns() {
+            tracing::warn!(error = %e, "could not look for turns of processes that died");
+        }
+        hearth.conversations().messages(&conversation_id)
+    })
         .await
         .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
     Ok(messages

@@ -269,16 +269,24 @@ async fn a_turn_killed_mid_answer_leaves_its_checkpoint_marked_interrupted() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // While the process lives, another one opening the store leaves its answer streaming.
+    {
+        let mut o = OpenOptions::new(DataDir::new(&home.root));
+        o.new_key_backend = KeyBackend::File;
+        let other = hearth_core::Hearth::open_oneshot(&o).expect("open alongside");
+        assert_eq!(other.sweep_dead_turns().expect("sweep"), 0);
+        assert!(checkpointed(&home), "a live turn is not marked");
+    }
     child.kill().expect("kill");
     child.wait().expect("reap");
 
-    // The conversation reopens intact; a streaming row nobody touches is the dead turn's.
-    let store = home.store();
-    let convs = hearth_core::conversations::Conversations::new(store.clone());
-    let marked = convs
-        .mark_interrupted(hearth_core::time::now_millis() + 1)
-        .expect("mark");
-    assert_eq!(marked, 1);
+    // The conversation reopens intact and the dead process's answer is marked at once (its
+    // liveness file is no longer locked), without waiting for a stale heartbeat.
+    let mut o = OpenOptions::new(DataDir::new(&home.root));
+    o.new_key_backend = KeyBackend::File;
+    let hearth = hearth_core::Hearth::open_oneshot(&o).expect("reopen");
+    let store = hearth.store().clone();
+    let convs = hearth.conversations();
     let id: String = store
         .read_blocking(|c| c.query_row("SELECT id FROM conversations", [], |r| r.get(0)))
         .expect("conversation");

@@ -294,6 +294,7 @@ pub(crate) async fn run_turn(
     client: &LlmClient,
     slots: &ModelSlots,
     sources: &Sources,
+    owner: Option<&str>,
     opts: ChatOptions,
     cancel: &CancellationToken,
     mut on_text: impl FnMut(&str) + Send,
@@ -387,13 +388,17 @@ pub(crate) async fn run_turn(
             if redo.is_none() {
                 convs.append(c, &user, encoding, MessageState::Complete, None)?;
             }
-            Some(convs.append(
+            let id = convs.append(
                 c,
                 &Message::assistant(""),
                 encoding,
                 MessageState::Streaming,
                 Some(&model.model),
-            )?)
+            )?;
+            if let Some(owner) = owner {
+                convs.set_owner(id, owner)?;
+            }
+            Some(id)
         }
         None => None,
     };

@@ -252,6 +252,18 @@ impl Conversations {
         })
     }
 
+    /// Records which process streams an answer (see `run/` in the data folder).
+    pub fn set_owner(&self, message_id: i64, owner: &str) -> Result<()> {
+        let owner = owner.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE messages SET owner = ?1 WHERE id = ?2",
+                params![owner, message_id],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Stores what an answer's turn used (model, tokens, cost, context zones).
     pub fn set_turn_info(&self, message_id: i64, info: &crate::chat::TurnInfo) -> Result<()> {
         let json = serde_json::to_string(info).map_err(|e| Error::InvalidInput(e.to_string()))?;

@@ -1,5 +1,7 @@
 //! [`Hearth`]: the one handle the desktop shell and the CLI talk to.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,91 @@ struct Inner {
     events: broadcast::Sender<Event>,
     _watcher: Option<ChangeWatcher>,
     sources: std::sync::Mutex<crate::chat::Sources>,
+    liveness: Option<Liveness>,
+}
+
+/// This process's claim on the turns it streams: `run/<id>.lock`, held locked while the
+/// engine is open. Another process that can lock it knows this one is gone.
+struct Liveness {
+    id: String,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl Liveness {
+    fn claim(run_dir: &Path) -> Option<Self> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let path = run_dir.join(format!("{id}.lock"));
+        let claimed = std::fs::create_dir_all(run_dir)
+            .and_then(|()| File::create(&path))
+            .and_then(|f| f.try_lock().map(|()| f).map_err(std::io::Error::other));
+        match claimed {
+            Ok(file) => Some(Self {
+                id,
+                path,
+                file: Some(file),
+            }),
+            Err(e) => {
+                // Dead turns are then found by their stale heartbeat instead.
+                tracing::warn!(error = %e, "could not create the process liveness file");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Liveness {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Marks `streaming` answers whose process is gone as interrupted, at once: their owner's
+/// liveness file is missing or no longer locked. Returns how many were marked.
+fn sweep_dead_turns(store: &Store, me: Option<&str>) -> Result<usize> {
+    let owners: Vec<String> = store.read_blocking(|c| {
+        let mut stmt = c.prepare(
+            "SELECT DISTINCT owner FROM messages WHERE state = 'streaming' AND owner IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect()
+    })?;
+    let run_dir = store.data_dir().run_dir();
+    let mut marked = 0;
+    for owner in owners {
+        let plain = owner.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if Some(owner.as_str()) == me || !plain {
+            continue;
+        }
+        let path = run_dir.join(format!("{owner}.lock"));
+        let alive = match File::open(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(_) => true,
+            Ok(f) => match f.try_lock() {
+                Ok(()) => false,
+                Err(std::fs::TryLockError::WouldBlock) => true,
+                Err(std::fs::TryLockError::Error(_)) => true,
+            },
+        };
+        if !alive {
+            let o = owner.clone();
+            marked += store.write_blocking(move |c| {
+                c.execute(
+                    "UPDATE messages SET state = 'interrupted' WHERE state = 'streaming' AND owner = ?1",
+                    [o],
+                )
+            })?;
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    if marked > 0 {
+        tracing::info!(
+            marked,
+            "marked answers of processes that died as interrupted"
+        );
+    }
+    Ok(marked)
 }
 
 /// What `hearth doctor` and the app's Status panel show.
@@ -76,6 +163,10 @@ impl Hearth {
             None
         };
         let llm = LlmClient::new(RetryPolicy::default(), Timeouts::default())?;
+        let liveness = Liveness::claim(&store.data_dir().run_dir());
+        if let Err(e) = sweep_dead_turns(&store, liveness.as_ref().map(|l| l.id.as_str())) {
+            tracing::warn!(error = %e, "could not look for turns of processes that died");
+        }
         let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
         let marked =
             crate::conversations::Conversations::new(store.clone()).mark_interrupted(stale)?;
@@ -89,6 +180,7 @@ impl Hearth {
                 events,
                 _watcher: watcher,
                 sources: std::sync::Mutex::default(),
+                liveness,
             }),
         })
     }
@@ -113,6 +205,15 @@ impl Hearth {
     /// The shared LLM client (one connection pool for the process).
     pub fn llm(&self) -> &LlmClient {
         &self.inner.llm
+    }
+
+    /// Marks answers still `streaming` for a process that died as interrupted (the app calls
+    /// this before showing a conversation). Returns how many were marked.
+    pub fn sweep_dead_turns(&self) -> Result<usize> {
+        sweep_dead_turns(
+            &self.inner.store,
+            self.inner.liveness.as_ref().map(|l| l.id.as_str()),
+        )
     }
 
     /// Conversation storage.
@@ -140,6 +241,7 @@ impl Hearth {
             &self.inner.llm,
             models,
             &sources,
+            self.inner.liveness.as_ref().map(|l| l.id.as_str()),
             options,
             cancel,
             on_text,

@@ -61,6 +61,12 @@ impl DataDir {
         self.root.join("hearth.wrapped-key")
     }
 
+    /// Liveness files of the processes using the store (`run/<process id>.lock`, each held
+    /// locked by its process while it runs), so a dead turn is recognised at once.
+    pub fn run_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
     /// Log files.
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")
