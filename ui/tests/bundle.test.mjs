@@ -63,6 +63,17 @@ test('JS: no mocks, no eval, no injected <style>, no remote URLs', async () => {
   assert.doesNotMatch(names, /mock/i, 'no mocks chunk');
 });
 
+test('JS: only the registered highlight.js languages ship, not the full build', async () => {
+  const code = (await Promise.all((await files('.js')).map((file) => fs.readFile(file, 'utf8')))).join('\n');
+  assert.ok(code.includes('registerLanguage'), 'highlight.js core is bundled');
+  for (const language of ['Python', 'Rust', 'TypeScript']) {
+    assert.ok(code.includes(`name:\`${language}\``) || code.includes(`name:"${language}"`), `${language} is registered`);
+  }
+  for (const language of ['AppleScript', 'Mathematica', 'COBOL', 'Haskell']) {
+    assert.ok(!code.includes(`name:\`${language}\``) && !code.includes(`name:"${language}"`), `${language} is not bundled`);
+  }
+});
+
 test('CSS: local only (no @import or url() to the network, no remote fonts)', async () => {
   const css = await files('.css');
   assert.ok(css.length > 0);

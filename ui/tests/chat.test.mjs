@@ -7,7 +7,13 @@ import { DIST_MOCK, openBrowser, screenshot, serve, until } from './harness.mjs'
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
 
-const FULL_ANSWER = 'Good question. Here is a short plan:\n1. Start with what you already know.\n2. Take the next step and check how it went.';
+// The mock's answer is Markdown (a paragraph and a two-item list); its rendered text, whitespace collapsed:
+const FULL_ANSWER = 'Good question. Here is a short plan: Start with what you already know. Take the next step and check how it went.';
+/** Usage line of a mock answer from the local model. */
+const LOCAL_USAGE = /^llama3\.2 · [\d,]+ tokens in · [\d,]+ out · free \(local\)$/;
+
+/** Whitespace collapsed, ends trimmed. */
+const flat = (text) => (text ?? '').replace(/\s+/g, ' ').trim();
 
 let server;
 before(async () => {
@@ -94,15 +100,16 @@ describe('Chat', () => {
 
     // Done: complete, token line, Send is back, the new conversation is listed and current.
     await page.locator('[role="log"] .usage').waitFor();
-    assert.equal(await lastAnswer(page).locator('.text').textContent(), FULL_ANSWER);
+    assert.equal(flat(await lastAnswer(page).locator('.text').textContent()), FULL_ANSWER);
+    assert.equal(await lastAnswer(page).locator('.text .markdown ol > li').count(), 2, 'rendered as Markdown');
     assert.equal(await lastAnswer(page).getAttribute('data-state'), 'complete');
     assert.equal(await lastAnswer(page).locator('.badge').count(), 0);
-    assert.match(await lastAnswer(page).locator('.usage').innerText(), /^\d+ tokens in · \d+ out$/);
+    assert.match(await lastAnswer(page).locator('.usage').innerText(), LOCAL_USAGE);
     await page.getByRole('button', { name: 'Send' }).waitFor();
-    const white = await lastAnswer(page).locator('.text').evaluate((el) => getComputedStyle(el).whiteSpace);
-    assert.equal(white, 'pre-wrap', 'line breaks are preserved');
+    const white = await user.locator('.text').evaluate((el) => getComputedStyle(el).whiteSpace);
+    assert.equal(white, 'pre-wrap', "the user's line breaks are preserved");
 
-    const seen = await page.evaluate(() => window.__answerTexts.filter(Boolean));
+    const seen = await page.evaluate(() => window.__answerTexts.map((t) => t.replace(/\s+/g, ' ').trim()).filter(Boolean));
     assert.ok(seen.length >= 4, `the answer grew in pieces: ${JSON.stringify(seen)}`);
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i].startsWith(seen[i - 1]), 'each piece extends the last');
 
@@ -135,7 +142,7 @@ describe('Chat', () => {
     await lastAnswer(page).locator('.badge').waitFor();
     assert.equal(await lastAnswer(page).locator('.badge').textContent(), 'Stopped');
     assert.equal(await lastAnswer(page).getAttribute('data-state'), 'stopped');
-    const partial = await lastAnswer(page).locator('.text').textContent();
+    const partial = flat(await lastAnswer(page).locator('.text').textContent());
     assert.ok(partial.length > 0 && partial.length < FULL_ANSWER.length, `partial answer: ${JSON.stringify(partial)}`);
     assert.ok(FULL_ANSWER.startsWith(partial));
     assert.match(await lastAnswer(page).locator('.usage').innerText(), /tokens in · \d+ out/);
@@ -157,7 +164,7 @@ describe('Chat', () => {
     await lisbon.click();
     await page.getByText('Interrupted — the answer was cut off').waitFor();
     assert.equal(await lisbon.getAttribute('aria-current'), 'true');
-    assert.match(await lastAnswer(page).locator('.text').textContent(), /tram ride to$/);
+    assert.match(flat(await lastAnswer(page).locator('.text').textContent()), /tram ride to$/);
     assert.deepEqual(await ipcCalls(page, 'get_messages'), [{ conversationId: 'c-lisbon' }]);
     assert.equal(await page.getByRole('heading', { level: 2, name: 'Three days in Lisbon' }).count(), 1);
     assertNoProblems(problems);
@@ -183,11 +190,12 @@ describe('Chat', () => {
     assertNoProblems(problems);
   });
 
-  test('no provider: an honest empty state with the hint and the command, no composer', async (t) => {
+  test('no provider: an honest empty state with the hint, a local server to use and the command, no composer', async (t) => {
     const { page, problems } = await session(t);
     await openChat(page, 'no-provider');
+    await page.getByText('Ollama is running on this computer').waitFor();
     const text = await page.locator('main').innerText();
-    assert.match(text, /No model provider is set up yet\. Add one from a terminal, then come back here\./);
+    assert.match(text, /No model provider is set up yet\. Hearth can use a model server running on this computer/);
     assert.equal(
       await page.locator('main pre code').textContent(),
       'hearth providers add local --preset ollama --model llama3.2',

@@ -1,8 +1,10 @@
 // Shared test harness: a tiny static server for a built bundle (with the production CSP)
 // and a Chromium session driven by playwright-core. Not a test file itself.
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -135,4 +137,33 @@ export async function screenshot(page, name) {
   const file = path.join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   return file;
+}
+
+/** Whitespace collapsed, ends trimmed. */
+export const flat = (text) => (text ?? '').replace(/\s+/g, ' ').trim();
+
+/** The args of every call of `cmd` so far (the mock records them in window.__ipcCalls). */
+export async function ipcCalls(page, cmd) {
+  return page.evaluate((c) => window.__ipcCalls.filter((call) => call.cmd === c).map((call) => call.args), cmd);
+}
+
+export function assertNoProblems(problems) {
+  assert.deepEqual(problems, [], 'no console errors/warnings, page errors, CSP violations or failed requests');
+}
+
+/** Run axe-core on the page (needs a session with bypassCSP: true) and fail on any violation. */
+export async function assertAxeClean(page, where) {
+  const hasAxe = await page.evaluate(() => 'axe' in window);
+  if (!hasAxe) await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const violations = await page.evaluate(async () => {
+    // @ts-expect-error injected by addScriptTag
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
+    }));
+  });
+  assert.deepEqual(violations, [], `axe violations on ${where}:\n${JSON.stringify(violations, null, 2)}`);
 }

@@ -8,7 +8,8 @@ import { DIST_MOCK, openBrowser, screenshot, serve, until } from './harness.mjs'
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
 
-const FULL_ANSWER = 'Good question. Here is a short plan:\n1. Start with what you already know.\n2. Take the next step and check how it went.';
+// The mock's answer is Markdown (a paragraph and a two-item list); its rendered text, whitespace collapsed:
+const FULL_ANSWER = 'Good question. Here is a short plan: Start with what you already know. Take the next step and check how it went.';
 const QUICK_VIEWPORT = { width: 640, height: 360 };
 
 let server;
@@ -94,11 +95,12 @@ describe('quick prompt: idle', () => {
     assertNoProblems(problems);
   });
 
-  test('no provider: the first sentence of the core hint plus "Open Hearth to set one up."; Enter sends nothing', async (t) => {
+  test('no provider: the first sentence of the core hint plus the local server found (or "Open Hearth to set one up."); Enter sends nothing', async (t) => {
     const { page, problems } = await session(t);
     await openQuick(page, 'no-provider');
-    const hint = 'No model provider is set up yet. Open Hearth to set one up.';
-    assert.equal(await page.locator('#quick-hint').innerText(), hint);
+    const hint = 'No model provider is set up yet. Ollama is running on this computer — open Hearth to use it.';
+    await until(page, (h) => document.querySelector('#quick-hint')?.textContent === h, hint);
+    assert.deepEqual(await commands(page), ['chat_status', 'detect_local_servers']);
 
     await ask(page, 'What is on my calendar?');
     await until(page, (h) => document.querySelector('[role="status"]')?.textContent === h, hint);
@@ -108,6 +110,13 @@ describe('quick prompt: idle', () => {
     assert.equal(await answerArea(page).locator('.question').count(), 0, 'no question/answer shown');
     assert.deepEqual(await ipcCalls(page, 'send_message'), [], 'nothing is sent');
     assert.equal(await page.getByRole('button', { name: 'Open Hearth' }).count(), 1);
+
+    // Nothing running any more: when the window is shown again, the hint says to open Hearth.
+    await page.evaluate(() => {
+      window.__hearthMock.setLocalServers([]);
+      window.dispatchEvent(new Event('focus'));
+    });
+    await until(page, () => document.querySelector('#quick-hint')?.textContent === 'No model provider is set up yet. Open Hearth to set one up.');
     assertNoProblems(problems);
   });
 });
@@ -131,14 +140,14 @@ describe('quick prompt: answers', () => {
     ]);
     assert.notEqual(qColor, aColor, 'the question is muted');
 
-    // Done: the whole answer, plain text with its line breaks, and "Open in Hearth".
+    // Done: the whole answer, rendered as Markdown, and "Open in Hearth".
     const open = page.getByRole('button', { name: 'Open in Hearth' });
     await open.waitFor();
-    assert.equal(await answerText(page).textContent(), FULL_ANSWER);
-    assert.equal(await answerText(page).evaluate((el) => getComputedStyle(el).whiteSpace), 'pre-wrap');
+    assert.equal(flat(await answerText(page).textContent()).trim(), FULL_ANSWER);
+    assert.equal(await answerText(page).locator('.markdown ol > li').count(), 2);
     assert.equal(await page.getByRole('button', { name: 'Stop' }).count(), 0);
     assert.equal(await page.getByText('Stopped', { exact: true }).count(), 0);
-    const seen = await page.evaluate(() => window.__answerTexts.filter(Boolean));
+    const seen = await page.evaluate(() => window.__answerTexts.map((t) => t.replace(/\s+/g, ' ').trim()).filter(Boolean));
     assert.ok(seen.length >= 4, `the answer grew in pieces: ${JSON.stringify(seen)}`);
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i].startsWith(seen[i - 1]), 'each piece extends the last');
 
@@ -172,7 +181,7 @@ describe('quick prompt: answers', () => {
 
     const stopped = page.getByText('Stopped', { exact: true });
     await stopped.waitFor();
-    const partial = await answerText(page).textContent();
+    const partial = flat(await answerText(page).textContent()).trim();
     assert.ok(partial.length > 0 && partial.length < FULL_ANSWER.length, `partial answer: ${JSON.stringify(partial)}`);
     assert.ok(FULL_ANSWER.startsWith(partial));
     const stops = await ipcCalls(page, 'stop_turn');

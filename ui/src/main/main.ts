@@ -1,5 +1,6 @@
 import '../styles/tokens.css';
 import '../styles/base.css';
+import '../styles/markdown.css';
 import { mount } from 'svelte';
 import { initTheme } from '../lib/theme.svelte';
 import App from './App.svelte';

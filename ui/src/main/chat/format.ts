@@ -2,7 +2,6 @@
 
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 const absolute = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-const numbers = new Intl.NumberFormat();
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -27,10 +26,6 @@ export function absoluteTime(millis: number): string {
 
 export function isoTime(millis: number): string {
   return new Date(millis).toISOString();
-}
-
-export function count(n: number): string {
-  return numbers.format(n);
 }
 
 /** The badge for an assistant message that didn't finish normally, or null. */
