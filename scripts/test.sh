@@ -16,6 +16,9 @@ if cargo tree -p hearth-core -e normal --prefix none | grep -qiE '^(tauri|wry|ta
   exit 1
 fi
 
+# The local embedding model (installed by scripts/setup.sh test; a no-op when present).
+export HEARTH_EMBED_MODEL_DIR=${HEARTH_EMBED_MODEL_DIR:-$(scripts/fetch-model.sh)}
+
 echo "== Rust tests (core, CLI, shell)"
 scripts/with-keyring.sh cargo test --workspace --exclude hearth-e2e --lib --bins --tests
 

@@ -28,6 +28,23 @@ fn main() {
         "list_model_info",
         "set_model_info",
         "reset_model_info",
+        "count_conversation_memories",
+        "list_memories",
+        "memory_counts",
+        "get_memory",
+        "add_memory",
+        "edit_memory",
+        "set_memory_pinned",
+        "set_memory_critical",
+        "delete_memories",
+        "restore_memory",
+        "empty_removed_memories",
+        "forget_memories",
+        "export_memories",
+        "import_memories",
+        "get_memory_settings",
+        "set_memory_settings",
+        "undo_memory_change",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         panic!("tauri build step failed: {e:#}");

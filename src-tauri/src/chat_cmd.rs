@@ -78,8 +78,8 @@ pub async fn get_messages(
         }
         hearth.conversations().messages(&conversation_id)
     })
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    .await
+    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
     Ok(messages
         .into_iter()
         .map(|m| MessageDto {
@@ -187,6 +187,7 @@ fn start_turn<R: Runtime>(
         {
             turns.remove(&turn_id);
         }
+        let learn = result.as_ref().ok().and_then(|d| d.learn_job);
         let _ = match result {
             Ok(done) => {
                 let usage = done.usage.unwrap_or_default();
@@ -222,6 +223,15 @@ fn start_turn<R: Runtime>(
                 },
             ),
         };
+        // Learn from the exchange in the background; `memory_updated` tells the window.
+        if let Some(job) = learn
+            && let Err(e) = hearth.learn(&slots.fast, Some(job)).await
+        {
+            tracing::warn!(
+                code = e.code(),
+                "learning from the exchange failed; it will be retried"
+            );
+        }
     });
     Ok(SendResultDto { turn_id })
 }
@@ -239,11 +249,18 @@ pub fn stop_turn(state: State<'_, AppState>, turn_id: u64) {
 pub async fn delete_conversation(
     state: State<'_, AppState>,
     conversation_id: String,
+    delete_memories: bool,
 ) -> Result<(), ErrorDto> {
-    let convs = state.hearth()?.conversations();
-    let deleted = tauri::async_runtime::spawn_blocking(move || convs.delete(&conversation_id))
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    let hearth = state.hearth()?.clone();
+    let deleted = tauri::async_runtime::spawn_blocking(move || {
+        if delete_memories {
+            hearth_core::memory::Memories::new(hearth.store().clone())
+                .forget_conversation(&conversation_id)?;
+        }
+        hearth.conversations().delete(&conversation_id)
+    })
+    .await
+    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
     if deleted {
         Ok(())
     } else {

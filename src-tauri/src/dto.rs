@@ -339,6 +339,137 @@ pub struct ModelInfoDto {
     pub edited: bool,
 }
 
+/// Where a memory came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemorySourceDto {
+    /// `conversation`, `file`, `manual` or `import`.
+    pub kind: String,
+    pub conversation_id: Option<String>,
+    #[ts(type = "number | null")]
+    pub message_id: Option<i64>,
+    pub path: Option<String>,
+}
+
+/// A memory. Times are ms since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryDto {
+    pub id: String,
+    pub text: String,
+    /// `fact`, `preference`, `episode` or `instruction`.
+    pub kind: String,
+    pub subject: Option<String>,
+    pub importance: f64,
+    pub pinned: bool,
+    /// Safety-critical (allergies, hard constraints): always in the prompt, first.
+    pub critical: bool,
+    pub confidence: f64,
+    pub source: MemorySourceDto,
+    #[ts(type = "number | null")]
+    pub event_at: Option<i64>,
+    #[ts(type = "number")]
+    pub created: i64,
+    #[ts(type = "number")]
+    pub updated: i64,
+    #[ts(type = "number | null")]
+    pub last_used: Option<i64>,
+    pub use_count: u32,
+    /// `active`, `removed` (by the assistant; restorable) or `superseded`.
+    pub status: String,
+    #[ts(type = "number | null")]
+    pub removed_at: Option<i64>,
+}
+
+/// One change in a memory's history. A user's delete leaves a `delete` entry without text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryHistoryDto {
+    /// `add`, `update`, `pin`, `unpin`, `critical`, `uncritical`, `remove`, `restore`,
+    /// `merge`, `delete`, `import`.
+    pub op: String,
+    pub old_text: Option<String>,
+    pub new_text: Option<String>,
+    /// `assistant`, `user` or `import`.
+    pub actor: String,
+    #[ts(type = "number")]
+    pub at: i64,
+}
+
+/// A memory with its history, for the detail panel.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryDetailDto {
+    pub memory: MemoryDto,
+    pub history: Vec<MemoryHistoryDto>,
+}
+
+/// How many active memories of each kind, and how many were recently removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryCountsDto {
+    pub fact: u32,
+    pub preference: u32,
+    pub episode: u32,
+    pub instruction: u32,
+    pub removed: u32,
+    /// Tokens the critical and pinned memories alone take in the prompt, and the budget.
+    pub always_tokens: u32,
+    pub budget: u32,
+}
+
+/// The memory controls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemorySettingsDto {
+    /// Memory on: used in answers and learned from conversations.
+    pub enabled: bool,
+    /// Learning paused: memories are still used, nothing new is learned.
+    pub extraction_paused: bool,
+}
+
+/// A change the assistant made to memory after a turn (the "Memory updated" chip), with
+/// what undoing it needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[ts(export)]
+pub struct MemoryChangeDto {
+    pub memory_id: String,
+    /// `add`, `update` or `remove`.
+    pub op: String,
+    /// The memory's text after the change (for `remove`: the removed text).
+    pub text: String,
+    /// For `update`: the text before.
+    pub old_text: Option<String>,
+}
+
+/// Memory changed after a turn of this conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryUpdatedEvent {
+    pub conversation_id: String,
+    /// The answer whose exchange taught it.
+    #[ts(type = "number | null")]
+    pub message_id: Option<i64>,
+    pub changes: Vec<MemoryChangeDto>,
+}
+
+/// Where an export was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ExportResultDto {
+    pub path: String,
+    pub count: u32,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ImportResultDto {
+    pub added: u32,
+    /// Already known (same text), skipped.
+    pub skipped: u32,
+}
+
 /// Every command: name, TypeScript arguments, TypeScript result. `build.rs` declares the
 /// same names for the permission system; a test keeps the two lists equal.
 pub const COMMANDS: &[(&str, &str, &str)] = &[
@@ -365,7 +496,16 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "SendResultDto",
     ),
     ("stop_turn", "{ turnId: number }", "null"),
-    ("delete_conversation", "{ conversationId: string }", "null"),
+    (
+        "delete_conversation",
+        "{ conversationId: string; deleteMemories: boolean }",
+        "null",
+    ),
+    (
+        "count_conversation_memories",
+        "{ conversationId: string }",
+        "number",
+    ),
     ("open_in_main", "{ conversationId: string }", "null"),
     ("regenerate", "{ conversationId: string }", "SendResultDto"),
     (
@@ -412,6 +552,50 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "{ model: string }",
         "Array<ModelInfoDto>",
     ),
+    (
+        "list_memories",
+        "{ kind: string | null; query: string | null; removed: boolean; pinned: boolean | null; critical: boolean | null; source: string | null; from: number | null; to: number | null }",
+        "Array<MemoryDto>",
+    ),
+    ("memory_counts", "Record<string, never>", "MemoryCountsDto"),
+    ("get_memory", "{ id: string }", "MemoryDetailDto"),
+    (
+        "add_memory",
+        "{ text: string; kind: string; pinned: boolean; critical: boolean }",
+        "MemoryDto",
+    ),
+    ("edit_memory", "{ id: string; text: string }", "MemoryDto"),
+    (
+        "set_memory_pinned",
+        "{ id: string; pinned: boolean }",
+        "MemoryDto",
+    ),
+    (
+        "set_memory_critical",
+        "{ id: string; critical: boolean }",
+        "MemoryDto",
+    ),
+    ("delete_memories", "{ ids: Array<string> }", "number"),
+    ("restore_memory", "{ id: string }", "MemoryDto"),
+    ("empty_removed_memories", "Record<string, never>", "number"),
+    (
+        "forget_memories",
+        "{ all: boolean; from: number | null; to: number | null }",
+        "number",
+    ),
+    ("export_memories", "{ format: string }", "ExportResultDto"),
+    ("import_memories", "{ content: string }", "ImportResultDto"),
+    (
+        "get_memory_settings",
+        "Record<string, never>",
+        "MemorySettingsDto",
+    ),
+    (
+        "set_memory_settings",
+        "{ enabled: boolean; extractionPaused: boolean }",
+        "MemorySettingsDto",
+    ),
+    ("undo_memory_change", "{ change: MemoryChangeDto }", "null"),
 ];
 
 /// Every event: name and TypeScript payload.
@@ -422,6 +606,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("chat_done", "ChatDoneEvent"),
     ("chat_failed", "ChatFailedEvent"),
     ("open_conversation", "OpenConversationEvent"),
+    ("memory_updated", "MemoryUpdatedEvent"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
@@ -433,6 +618,14 @@ const IMPORTS: &[&str] = &[
     "ConversationDto",
     "DetectedServerDto",
     "ErrorDto",
+    "ExportResultDto",
+    "ImportResultDto",
+    "MemoryChangeDto",
+    "MemoryCountsDto",
+    "MemoryDetailDto",
+    "MemoryDto",
+    "MemorySettingsDto",
+    "MemoryUpdatedEvent",
     "MessageDto",
     "ModelInfoDto",
     "OpenConversationEvent",

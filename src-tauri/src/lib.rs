@@ -4,6 +4,7 @@
 mod chat_cmd;
 mod cmd;
 pub mod dto;
+mod memory_cmd;
 mod providers_cmd;
 mod shortcut;
 mod state;
@@ -73,6 +74,23 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             providers_cmd::list_model_info,
             providers_cmd::set_model_info,
             providers_cmd::reset_model_info,
+            memory_cmd::count_conversation_memories,
+            memory_cmd::list_memories,
+            memory_cmd::memory_counts,
+            memory_cmd::get_memory,
+            memory_cmd::add_memory,
+            memory_cmd::edit_memory,
+            memory_cmd::set_memory_pinned,
+            memory_cmd::set_memory_critical,
+            memory_cmd::delete_memories,
+            memory_cmd::restore_memory,
+            memory_cmd::empty_removed_memories,
+            memory_cmd::forget_memories,
+            memory_cmd::export_memories,
+            memory_cmd::import_memories,
+            memory_cmd::get_memory_settings,
+            memory_cmd::set_memory_settings,
+            memory_cmd::undo_memory_change,
         ])
         .on_window_event(windows::on_window_event)
         .setup(|app| {
@@ -91,6 +109,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {
                 forward_events(&handle, h);
+                learn_leftovers(h);
             }
             app.manage(state);
             windows::create(&handle, webview_dir)?;
@@ -116,6 +135,20 @@ fn open_engine() -> (Result<Hearth, ErrorDto>, std::path::PathBuf) {
     (hearth, webview_dir)
 }
 
+/// Finishes learning jobs a previous run left (a crash, or a `hearth chat --no-wait`).
+fn learn_leftovers(hearth: &Hearth) {
+    let hearth = hearth.clone();
+    tauri::async_runtime::spawn(async move {
+        let slots = match hearth_core::providers::resolve_slots(hearth.store(), None, None) {
+            Ok(Some(slots)) => slots,
+            _ => return,
+        };
+        if let Err(e) = hearth.learn(&slots.fast, None).await {
+            tracing::warn!(code = e.code(), "could not finish earlier learning jobs");
+        }
+    });
+}
+
 /// Re-emits engine events to every window.
 fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
     let mut rx = hearth.subscribe();
@@ -126,6 +159,28 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
             match rx.recv().await {
                 Ok(Event::StoreChanged) => {
                     let _ = app.emit("store_changed", ());
+                }
+                Ok(Event::MemoryUpdated {
+                    conversation,
+                    message,
+                    changes,
+                }) => {
+                    let _ = app.emit(
+                        "memory_updated",
+                        dto::MemoryUpdatedEvent {
+                            conversation_id: conversation,
+                            message_id: Some(message),
+                            changes: changes
+                                .into_iter()
+                                .map(|c| dto::MemoryChangeDto {
+                                    memory_id: c.memory_id,
+                                    op: c.op,
+                                    text: c.text,
+                                    old_text: c.old_text,
+                                })
+                                .collect(),
+                        },
+                    );
                 }
                 Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => break,

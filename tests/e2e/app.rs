@@ -482,7 +482,15 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
         "run under xvfb-run (make test does)"
     );
     let server = LlmServer::start(vec![Reply::Stream {
-        data: text_stream(&["Good ", "morning, ", "Ada."], Some((30, 4, 0))),
+        data: text_stream(
+            &[
+                "Good ",
+                "morning, ",
+                "**Ada**.\n\nHere is today's plan:\n\n",
+                "```rust\nfn main() {\n    println!(\"tea first\");\n}\n```\n",
+            ],
+            Some((30, 4, 0)),
+        ),
         pace: Duration::from_millis(150),
         end: hearth_testkit::llm_server::End::Done,
     }])
@@ -527,8 +535,54 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
             .map(|_| ())
     })
     .await;
+    // Rendered as Markdown: bold text, a highlighted code block with a Copy button.
+    let log = client
+        .find(Locator::Css("[role='log']"))
+        .await
+        .expect("log");
+    log.find(Locator::Css("strong")).await.expect("bold Ada");
+    log.find(Locator::Css("pre code"))
+        .await
+        .expect("a code block");
+    log.find(Locator::XPath(".//button[normalize-space()='Copy']"))
+        .await
+        .expect("a Copy button on the code");
+    // The answer's footer: model, tokens, and no cost on a local server.
+    let footer = eventually("the usage line", || async {
+        let text = log.text().await.ok()?;
+        (text.contains("gpt-4o-mini") && text.contains("free (local)")).then_some(text)
+    })
+    .await;
+    assert!(footer.contains("30 tokens in"), "{footer}");
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("chat.png"), png).expect("save screenshot");
+
+    // The context inspector shows the zones the core recorded for this turn.
+    client
+        .find(Locator::Css("button.context-toggle"))
+        .await
+        .expect("Context button")
+        .click()
+        .await
+        .expect("open the context panel");
+    let system_cell = eventually("the context panel", || async {
+        let cell = client
+            .find(Locator::Css("#context-panel tr[data-zone='system'] td"))
+            .await
+            .ok()?;
+        let text = cell.text().await.ok()?;
+        (!text.trim().is_empty()).then_some(text)
+    })
+    .await;
+    let window_cell = client
+        .find(Locator::Css("#context-panel tr[data-zone='window'] td"))
+        .await
+        .expect("window row")
+        .text()
+        .await
+        .expect("text");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("chat-context.png"), png).expect("save screenshot");
     client.close().await.expect("end session");
     drop(_driver);
 
@@ -547,8 +601,18 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
     sandbox.apply(&mut show, true);
     let shown: Value =
         serde_json::from_slice(&show.output().expect("run cli").stdout).expect("json");
-    assert_eq!(shown[1]["content"], "Good morning, Ada.");
+    assert!(
+        shown[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("Good morning, **Ada**."))
+    );
     assert_eq!(shown[1]["state"], "complete");
+    // What the panel showed is what the core stored with the answer.
+    let digits = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
+    let zones = &shown[1]["turn"]["zones"];
+    assert_eq!(digits(&system_cell), zones["system"].to_string());
+    assert_eq!(digits(&window_cell), zones["window"].to_string());
+    assert_eq!(zones["window"], 128_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -254,13 +254,138 @@ describe('Chat', () => {
     await del.click();
     await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
     await item(page, 'Dinner with chickpeas').waitFor({ state: 'detached' });
-    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [{ conversationId: 'c-recipes' }]);
+    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [{ conversationId: 'c-recipes', deleteMemories: false }]);
     assert.deepEqual(await conversationItems(page).allInnerTexts().then((xs) => xs.map((x) => x.split('\n')[0])), [
       'Three days in Lisbon',
     ]);
     // The open conversation was the deleted one: back to a new chat.
     assert.equal(await page.locator('[role="log"] article').count(), 0);
     assert.equal(dialogs, 0, 'no window.confirm');
+    assertNoProblems(problems);
+  });
+
+  test('deleting a conversation offers to delete the memories learned in it (unchecked by default)', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    await page.getByRole('button', { name: 'Delete conversation Dinner with chickpeas' }).click();
+    const confirm = page.getByRole('group', { name: 'Delete conversation Dinner with chickpeas?' });
+    const also = confirm.getByRole('checkbox', { name: 'Also delete the 2 memories learned in this conversation' });
+    await also.waitFor();
+    assert.deepEqual(await ipcCalls(page, 'count_conversation_memories'), [{ conversationId: 'c-recipes' }]);
+    assert.equal(await also.isChecked(), false);
+    await also.check();
+    await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+    await item(page, 'Dinner with chickpeas').waitFor({ state: 'detached' });
+    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [{ conversationId: 'c-recipes', deleteMemories: true }]);
+    const left = await page.evaluate(() => window.__hearthMock.memories().filter((m) => m.source.conversation_id === 'c-recipes'));
+    assert.deepEqual(left, [], 'its memories went with it');
+
+    // A conversation nothing was learned in: no checkbox.
+    await page.goto(url('markdown'));
+    await composer(page).waitFor();
+    await page.getByRole('button', { name: 'Delete conversation Sorting a list in Python' }).click();
+    const plain = page.getByRole('group', { name: 'Delete conversation Sorting a list in Python?' });
+    await plain.waitFor();
+    await until(page, () => window.__ipcCalls.some((c) => c.cmd === 'count_conversation_memories'));
+    assert.equal(await plain.getByRole('checkbox').count(), 0);
+    await plain.getByRole('button', { name: 'Delete', exact: true }).click();
+    await item(page, 'Sorting a list in Python').waitFor({ state: 'detached' });
+    assert.deepEqual(await ipcCalls(page, 'delete_conversation'), [{ conversationId: 'c-python', deleteMemories: false }]);
+    assertNoProblems(problems);
+  });
+
+  test('"Memory updated" appears under the answer that taught something; it lists the changes and each can be undone', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    await page.evaluate(() => window.__hearthMock.setChatDelay(20));
+    await composer(page).fill('Hello!');
+    await composer(page).press('Enter');
+    await until(page, () => document.querySelectorAll('[role="log"] .usage').length === 1);
+    await composer(page).fill('Plan my week, please.');
+    await composer(page).press('Enter');
+    await until(page, () => document.querySelectorAll('[role="log"] .usage').length === 2);
+
+    // The mock learns after the second answer: one memory added, one updated.
+    const chip = lastAnswer(page).getByRole('button', { name: /^Memory updated/ });
+    await chip.waitFor();
+    assert.equal(await page.locator('[data-testid="memory-chip"]').count(), 1, 'only under the answer that taught it');
+    assert.equal(flat(await chip.innerText()), 'Memory updated · 2 changes');
+    assert.equal(await chip.getAttribute('aria-expanded'), 'false');
+    await chip.click();
+    assert.equal(await chip.getAttribute('aria-expanded'), 'true');
+    const changes = lastAnswer(page).locator('[data-testid="memory-chip"] li');
+    const shown = () =>
+      changes.evaluateAll((items) =>
+        items.map((li) => {
+          const copy = li.cloneNode(true);
+          copy.querySelectorAll('.visually-hidden').forEach((hidden) => hidden.remove());
+          return (copy.textContent ?? '').replace(/\s+/g, ' ').trim();
+        }),
+      );
+    assert.deepEqual(await shown(), [
+      'Remembered: Likes to plan one small step at a time Undo',
+      'Updated: Keep answers short and use bullet points → Keep answers short; use numbered steps for plans Undo',
+    ]);
+    await screenshot(page, 'chat-memory-chip');
+
+    const added = (await page.evaluate(() => window.__hearthMock.memories())).find((m) => m.text === 'Likes to plan one small step at a time');
+    assert.ok(added, 'the mock stored the new memory');
+    const answerId = Number(await lastAnswer(page).getAttribute('data-message-id'));
+    assert.equal(added.source.message_id, answerId, 'learned from this answer');
+
+    await changes.nth(0).getByRole('button', { name: 'Undo “Remembered: Likes to plan one small step at a time”' }).click();
+    await changes.nth(0).getByText('Undone').waitFor();
+    assert.deepEqual(await ipcCalls(page, 'undo_memory_change'), [
+      { change: { memory_id: added.id, op: 'add', text: 'Likes to plan one small step at a time', old_text: null } },
+    ]);
+    await until(page, () => document.activeElement?.classList.contains('undone-note'));
+    assert.equal(await changes.nth(0).getByRole('button').count(), 0);
+    assert.equal(flat(await chip.innerText()), 'Memory updated · 1 change');
+    await changes.nth(1).getByRole('button', { name: /^Undo/ }).click();
+    await changes.nth(1).getByText('Undone').waitFor();
+    assert.deepEqual((await ipcCalls(page, 'undo_memory_change'))[1], {
+      change: {
+        memory_id: 'm-brief',
+        op: 'update',
+        text: 'Keep answers short; use numbered steps for plans',
+        old_text: 'Keep answers short and use bullet points',
+      },
+    });
+    const memories = await page.evaluate(() => window.__hearthMock.memories());
+    assert.ok(!memories.some((m) => m.text === 'Likes to plan one small step at a time'), 'the added memory is gone');
+    assert.equal(memories.find((m) => m.id === 'm-brief').text, 'Keep answers short and use bullet points', 'the old text is back');
+    assert.equal(flat(await chip.innerText()), 'Memory updated · all changes undone');
+
+    // The chip stays with its answer across conversations.
+    await item(page, 'Three days in Lisbon').click();
+    await page.getByText('Interrupted — the answer was cut off').waitFor();
+    assert.equal(await page.locator('[data-testid="memory-chip"]').count(), 0);
+    await item(page, 'Hello!').click();
+    await page.locator('[data-testid="memory-chip"]').waitFor();
+    assertNoProblems(problems);
+  });
+
+  test('a "Forgot" change and an undo the core refuses are shown as such', async (t) => {
+    const { page, problems } = await session(t);
+    await openChat(page);
+    await item(page, 'Three days in Lisbon').click();
+    await page.getByText('Interrupted — the answer was cut off').waitFor();
+    await page.evaluate(() =>
+      window.__hearthMock.emit('memory_updated', {
+        conversation_id: 'c-lisbon',
+        message_id: 4,
+        changes: [{ memory_id: 'm-gone', op: 'remove', text: 'Works night shifts as a nurse', old_text: null }],
+      }),
+    );
+    const chip = page.getByRole('button', { name: /^Memory updated/ });
+    await chip.click();
+    const change = page.locator('[data-testid="memory-chip"] li');
+    assert.match(flat(await change.innerText()), /^Forgot: Works night shifts as a nurse/);
+    await change.getByRole('button', { name: /^Undo/ }).click();
+    const alert = change.getByRole('alert');
+    await alert.waitFor();
+    assert.match(flat(await alert.innerText()), /^Couldn't undo: there is no memory m-gone$/);
+    await change.getByRole('button', { name: /^Undo/ }).waitFor();
     assertNoProblems(problems);
   });
 
@@ -317,6 +442,26 @@ describe('Chat: accessibility and screenshots', () => {
       await screenshot(page, `chat-${colorScheme}`);
       await page.getByRole('switch', { name: 'Temporary chat' }).check();
       await assertAxeClean(page, `chat, temporary (${colorScheme})`);
+      assertNoProblems(problems);
+    });
+
+    test(`axe finds no violations with "Memory updated" expanded and a delete offering memories (${colorScheme})`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await openChat(page);
+      await page.evaluate(() => window.__hearthMock.setChatDelay(20));
+      for (const text of ['Hello!', 'Plan my week, please.']) {
+        await composer(page).fill(text);
+        await composer(page).press('Enter');
+        await page.getByRole('button', { name: 'Send' }).waitFor();
+      }
+      await lastAnswer(page).getByRole('button', { name: /^Memory updated/ }).click();
+      await lastAnswer(page).locator('[data-testid="memory-chip"] li').first().getByRole('button', { name: /^Undo/ }).click();
+      await lastAnswer(page).getByText('Undone').waitFor();
+      await assertAxeClean(page, `chat, memory chip (${colorScheme})`);
+      await screenshot(page, `chat-memory-chip-${colorScheme}`);
+      await page.getByRole('button', { name: 'Delete conversation Dinner with chickpeas' }).click();
+      await page.getByRole('checkbox', { name: /Also delete the 2 memories/ }).waitFor();
+      await assertAxeClean(page, `chat, delete with memories (${colorScheme})`);
       assertNoProblems(problems);
     });
 

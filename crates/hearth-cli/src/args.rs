@@ -52,6 +52,10 @@ pub enum Command {
         /// --conversation); if that fails, the old message and answer come back.
         #[arg(long, requires_all = ["conversation", "message"])]
         edit: bool,
+        /// Do not wait for Hearth to learn from this exchange (it happens in the
+        /// background: the app, or the next command that waits, finishes it).
+        #[arg(long)]
+        no_wait: bool,
         /// Your message.
         #[arg(required_unless_present = "regenerate")]
         message: Option<String>,
@@ -71,6 +75,15 @@ pub enum Command {
     Conversations {
         #[command(subcommand)]
         command: ConversationsCommand,
+    },
+    /// What Hearth remembers about you: list, search, add, edit, pin, delete, restore,
+    /// forget, export and import.
+    ///
+    /// Deleting is real: the memory, its search entries and the texts in its history are
+    /// gone. Memories the assistant removed stay restorable for 30 days (--removed).
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
     },
     /// Manage the database key.
     Key {
@@ -141,6 +154,76 @@ pub enum ProvidersCommand {
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// List memories: pinned and critical first, then newest.
+    List {
+        /// Only this kind: fact, preference, episode or instruction.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only memories matching these words (best match first).
+        #[arg(long)]
+        query: Option<String>,
+        /// List "Recently removed" instead (removed by the assistant, restorable).
+        #[arg(long)]
+        removed: bool,
+    },
+    /// Remember something.
+    Add {
+        text: String,
+        /// fact (default), preference, episode or instruction.
+        #[arg(long, default_value = "fact")]
+        kind: String,
+        /// Always put it in the prompt.
+        #[arg(long)]
+        pin: bool,
+        /// Safety-critical (an allergy, a hard constraint): always in the prompt, first.
+        #[arg(long)]
+        critical: bool,
+    },
+    /// Change a memory's text (its history keeps the old text).
+    Edit { id: String, text: String },
+    /// Always put a memory in the prompt.
+    Pin { id: String },
+    /// Stop always putting a memory in the prompt.
+    Unpin { id: String },
+    /// Delete a memory for good (no undo).
+    Delete { id: String },
+    /// Bring back a memory the assistant removed.
+    Restore { id: String },
+    /// Show a memory with its provenance and the history of its changes.
+    Show { id: String },
+    /// Delete memories for good: all of them, or those created between two dates.
+    ///
+    /// Dates are YYYY-MM-DD in your time zone; --to is inclusive. Asks on a terminal;
+    /// elsewhere requires --yes.
+    Forget {
+        /// Every memory.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        all: bool,
+        /// First day (inclusive).
+        #[arg(long, requires = "to")]
+        from: Option<String>,
+        /// Last day (inclusive).
+        #[arg(long, requires = "from")]
+        to: Option<String>,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Write every memory to FILE: jsonl (lossless, with history) or md (readable).
+    ///
+    /// The file is NOT encrypted: anyone who can read it can read your memories.
+    Export {
+        file: std::path::PathBuf,
+        /// jsonl or md (default: from the file's extension, else jsonl).
+        #[arg(long)]
+        format: Option<String>,
+    },
+    /// Read memories from a JSON Lines export; ones you already have are skipped.
+    Import { file: std::path::PathBuf },
 }
 
 #[derive(Debug, Subcommand)]

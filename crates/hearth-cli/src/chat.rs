@@ -25,6 +25,7 @@ pub struct Turn {
     pub temporary: bool,
     pub regenerate: bool,
     pub edit: bool,
+    pub no_wait: bool,
     pub message: String,
 }
 
@@ -37,6 +38,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         temporary,
         regenerate,
         edit,
+        no_wait,
         message,
     } = turn;
     let redo = match (regenerate, edit) {
@@ -92,6 +94,21 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         if let Some(id) = &outcome.conversation {
             eprintln!("conversation: {id}");
         }
+        // Learn from the exchange before exiting, so `hearth memory list` shows it.
+        let mut learned = Vec::new();
+        if let (Some(job), false) = (outcome.learn_job, no_wait) {
+            match hearth.learn(&slots.fast, Some(job)).await {
+                Ok(changes) => learned = changes,
+                Err(e) => eprintln!("warning: could not learn from this exchange yet: {e}"),
+            }
+            if !json && !learned.is_empty() {
+                let what: Vec<String> = learned
+                    .iter()
+                    .map(|c| format!("{} {}", c.op, c.memory_id))
+                    .collect();
+                eprintln!("memory updated: {}", what.join(", "));
+            }
+        }
         if json {
             out.print_json(&json!({
                 "conversation": outcome.conversation,
@@ -104,6 +121,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "model": outcome.model,
                 "fallback_from": outcome.fallback_from,
                 "context": outcome.zones,
+                "memory_changes": learned,
             }));
         }
         Ok(if outcome.stopped { INTERRUPTED } else { 0 })

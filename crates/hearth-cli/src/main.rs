@@ -4,6 +4,7 @@
 mod args;
 mod chat;
 mod key;
+mod memory;
 mod output;
 mod providers;
 mod secrets;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
             temporary,
             regenerate,
             edit,
+            no_wait,
             message,
         } => match chat::chat(
             &out,
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
                 temporary,
                 regenerate,
                 edit,
+                no_wait,
                 message: message.unwrap_or_default(),
             },
         ) {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         },
         Command::Providers { command } => providers::run(&out, command),
         Command::Models { command } => providers::models(&out, command),
+        Command::Memory { command } => memory::run(&out, command),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

@@ -241,6 +241,8 @@ pub struct TurnOutcome {
     pub model: String,
     /// Set when the enabled fallback answered because the main model failed.
     pub fallback_from: Option<String>,
+    /// The durable job that will learn memories from this exchange, if any.
+    pub learn_job: Option<crate::store::jobs::JobId>,
 }
 
 /// The memory and retrieved zones for a message, from the sources, off the async threads.
@@ -383,10 +385,11 @@ pub(crate) async fn run_turn(
             return Err(e);
         }
     };
+    let mut user_id = redo.as_ref().map(|(id, _)| *id);
     let answer_id = match &conversation {
         Some(c) => {
             if redo.is_none() {
-                convs.append(c, &user, encoding, MessageState::Complete, None)?;
+                user_id = Some(convs.append(c, &user, encoding, MessageState::Complete, None)?);
             }
             let id = convs.append(
                 c,
@@ -594,7 +597,31 @@ pub(crate) async fn run_turn(
         &outcome,
     )?;
     let done = result?;
+    // Learning happens after the turn, as a durable job (000:2608).
+    let learn_job = match (&conversation, user_id, kept) {
+        (Some(c), Some(u), Some(a)) if !text.trim().is_empty() => {
+            let settings = crate::memory::settings(store)?;
+            if settings.enabled && !settings.extraction_paused {
+                let exchange = crate::memory::extract::Exchange {
+                    conversation: c.clone(),
+                    user_message: u,
+                    answer_message: a,
+                };
+                let payload = serde_json::to_value(&exchange)
+                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                Some(
+                    store
+                        .jobs()
+                        .enqueue(crate::memory::extract::JOB_KIND, &payload)?,
+                )
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
     Ok(TurnOutcome {
+        learn_job,
         conversation,
         message_id: kept,
         answer: done.text,

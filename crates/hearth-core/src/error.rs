@@ -65,6 +65,9 @@ pub enum Error {
     /// The input given does not make sense.
     #[error("{0}")]
     InvalidInput(String),
+    /// The thing asked for does not exist (a memory, a conversation…).
+    #[error("{0}")]
+    NotFound(String),
 
     /// No home directory to put the data directory in.
     #[error("no home directory found; set HEARTH_HOME to the folder Hearth should use")]
@@ -86,6 +89,10 @@ pub enum Error {
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
 
+    /// The local embedding model could not be found, fetched, read or run.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+
     /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
     Task(String),
@@ -105,10 +112,12 @@ impl Error {
             Error::DiskFull => "disk_full",
             Error::Corrupt { .. } => "corrupt",
             Error::InvalidInput(_) => "invalid_input",
+            Error::NotFound(_) => "not_found",
             Error::NoHomeDir => "no_home_dir",
             Error::Io { .. } => "io",
             Error::Database(_) => "database",
             Error::Llm(e) => e.code(),
+            Error::Embed(e) => e.code(),
             Error::Task(_) => "internal",
         }
     }

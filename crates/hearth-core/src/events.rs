@@ -8,4 +8,11 @@ use serde::Serialize;
 pub enum Event {
     /// The database changed, by this process or another one (e.g. the CLI while the app runs).
     StoreChanged,
+    /// Memory was learned from an exchange of `conversation` (the "Memory updated" chip).
+    MemoryUpdated {
+        conversation: String,
+        /// The answer of the exchange.
+        message: i64,
+        changes: Vec<crate::memory::extract::Change>,
+    },
 }

@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::chat::{ChatOptions, ModelSlots, TurnOutcome};
 use crate::conversations::Conversations;
+use crate::embed::{Embedder, LocalEmbedder, ModelSource};
 use crate::events::Event;
 use crate::llm::{LlmClient, RetryPolicy, Timeouts};
 use crate::store::{ChangeWatcher, OpenOptions, Store};
@@ -36,6 +37,24 @@ struct Inner {
     _watcher: Option<ChangeWatcher>,
     sources: std::sync::Mutex<crate::chat::Sources>,
     liveness: Option<Liveness>,
+    /// The local embedding model, when its files are on this computer (loaded on first use).
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+/// The local embedder if its model is already on disk: opening never downloads anything.
+fn local_embedder_if_present() -> Option<Arc<dyn Embedder>> {
+    let source = ModelSource::from_env();
+    match source.find() {
+        Ok(Some(_)) => Some(Arc::new(LocalEmbedder::new(source))),
+        Ok(None) => {
+            tracing::info!("no local embedding model yet; memory search is keyword-only");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the local embedding model cannot be used");
+            None
+        }
+    }
 }
 
 /// This process's claim on the turns it streams: `run/<id>.lock`, held locked while the
@@ -167,6 +186,20 @@ impl Hearth {
         if let Err(e) = sweep_dead_turns(&store, liveness.as_ref().map(|l| l.id.as_str())) {
             tracing::warn!(error = %e, "could not look for turns of processes that died");
         }
+        // "Recently removed" memories older than 30 days are deleted for real.
+        match crate::memory::Memories::new(store.clone()).purge_expired(crate::time::now_millis()) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(n, "deleted memories removed more than 30 days ago"),
+            Err(e) => tracing::warn!(error = %e, "could not empty old removed memories"),
+        }
+        let embedder = local_embedder_if_present();
+        let sources = crate::chat::Sources {
+            memory: Some(Arc::new(crate::memory::block::MemoryBlockSource::new(
+                crate::memory::Memories::new(store.clone()),
+                embedder.clone(),
+            ))),
+            retrieval: None,
+        };
         let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
         let marked =
             crate::conversations::Conversations::new(store.clone()).mark_interrupted(stale)?;
@@ -179,8 +212,9 @@ impl Hearth {
                 llm,
                 events,
                 _watcher: watcher,
-                sources: std::sync::Mutex::default(),
+                sources: std::sync::Mutex::new(sources),
                 liveness,
+                embedder,
             }),
         })
     }
@@ -214,6 +248,104 @@ impl Hearth {
             &self.inner.store,
             self.inner.liveness.as_ref().map(|l| l.id.as_str()),
         )
+    }
+
+    /// Runs memory-learning jobs with the `fast` model: job `only` (the one a command
+    /// started), or every runnable one. Emits [`Event::MemoryUpdated`] for each exchange
+    /// that changed memory; returns all the changes. A job that fails is retried later.
+    pub async fn learn(
+        &self,
+        fast: &crate::chat::ChatModel,
+        only: Option<crate::store::jobs::JobId>,
+    ) -> Result<Vec<crate::memory::extract::Change>> {
+        use crate::memory::extract::{Exchange, JOB_KIND, Learner};
+        const LEASE: Duration = Duration::from_secs(300);
+        let jobs = self.inner.store.jobs();
+        let learner = Learner {
+            memories: crate::memory::Memories::new(self.inner.store.clone()),
+            client: self.inner.llm.clone(),
+            fast: fast.clone(),
+            embedder: self.inner.embedder.clone(),
+        };
+        let mut all = Vec::new();
+        loop {
+            let job = match only {
+                Some(id) => jobs.claim_id(id, LEASE)?,
+                None => jobs.claim(&[JOB_KIND], LEASE)?,
+            };
+            let Some(job) = job else { break };
+            let exchange: Exchange = match serde_json::from_value(job.payload.clone()) {
+                Ok(e) => e,
+                Err(_) => {
+                    jobs.fail(job.id, "malformed payload", Duration::from_secs(3600))?;
+                    continue;
+                }
+            };
+            match learner.learn(&exchange).await {
+                Ok(changes) => {
+                    jobs.complete(job.id)?;
+                    if !changes.is_empty() {
+                        let _ = self.inner.events.send(Event::MemoryUpdated {
+                            conversation: exchange.conversation.clone(),
+                            message: exchange.answer_message,
+                            changes: changes.clone(),
+                        });
+                    }
+                    all.extend(changes);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        code = e.code(),
+                        "learning from an exchange failed; will retry"
+                    );
+                    jobs.fail(job.id, e.code(), Duration::from_secs(60))?;
+                }
+            }
+            if only.is_some() {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// The embedder memory search uses, if any.
+    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.inner.embedder.clone()
+    }
+
+    /// Searches active memories (hybrid when an embedder is at hand, else keyword), best
+    /// first, keeping those that pass `filter`'s other conditions. Blocking.
+    pub fn search_memories(
+        &self,
+        query: &str,
+        filter: &crate::memory::Filter,
+    ) -> Result<Vec<crate::memory::Memory>> {
+        let memories = crate::memory::Memories::new(self.inner.store.clone());
+        let vector = match &self.inner.embedder {
+            Some(e) => {
+                memories.embed_pending(e.as_ref(), 256)?;
+                e.embed(&[query])
+                    .ok()
+                    .and_then(|mut v| v.pop())
+                    .map(|v| (e.model_id().to_owned(), v))
+            }
+            None => None,
+        };
+        let found = memories.search(
+            query,
+            vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            crate::memory::block::Mode::Hybrid,
+            200,
+        )?;
+        let mut out = Vec::new();
+        for c in found {
+            if let Some(m) = memories.get(&c.id)?
+                && filter.admits(&m)
+            {
+                out.push(m);
+            }
+        }
+        Ok(out)
     }
 
     /// Conversation storage.

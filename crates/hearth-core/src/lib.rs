@@ -6,11 +6,13 @@
 pub mod chat;
 pub mod context;
 pub mod conversations;
+pub mod embed;
 mod error;
 mod events;
 mod failpoint;
 mod hearth;
 pub mod llm;
+pub mod memory;
 pub mod models;
 pub mod paths;
 pub mod pricing;

@@ -7,6 +7,17 @@ use crate::{Error, Result};
 /// Environment variable that overrides the data directory.
 pub const HOME_ENV: &str = "HEARTH_HOME";
 
+/// Where exports go: the user's Downloads folder, else their home, else the temp folder.
+pub fn export_dir() -> PathBuf {
+    directories::UserDirs::new()
+        .and_then(|u| {
+            u.download_dir()
+                .map(Path::to_path_buf)
+                .or_else(|| Some(u.home_dir().to_path_buf()))
+        })
+        .unwrap_or_else(std::env::temp_dir)
+}
+
 /// The data directory: `$HEARTH_HOME` when set and non-empty, else the platform's data dir
 /// (`~/.local/share/hearth` on Linux, `~/Library/Application Support/app.hearth.Hearth` on
 /// macOS, `%APPDATA%\hearth\Hearth\data` on Windows).

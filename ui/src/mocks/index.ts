@@ -12,6 +12,9 @@
  *   __hearthMock.setChatDelay(ms)      time between streamed chat_token pieces (default 120)
  *   __hearthMock.setLocalServers(list) what detect_local_servers finds from now on
  *   __hearthMock.failNextTurn()        the next turn ends with chat_failed (CHAT_FAILURE)
+ *   __hearthMock.setUndoDelay(ms)      how long the Memory screen offers Undo before deleting (default 10 s)
+ *   __hearthMock.memories()            every stored memory (any status), a copy
+ *   __hearthMock.addMemoryElsewhere(text, kind)  another process adds a memory (then store_changed)
  *
  * Chat: `send_message` answers with MOCK_ANSWER_PIECES (or CODE_ANSWER_PIECES, Markdown with
  * a fenced code block, when the question is about code), emitted as a few `chat_token`
@@ -28,10 +31,18 @@
  * when the main slot is set), local-server detection (Ollama on port 11434) and an editable
  * model table whose prices feed the cost of each answer.
  *
- * Scenarios: ok (two saved chats, two providers), shortcut-taken, startup-error, key-file,
+ * Memory (see ./memory.ts): nine memories across the four kinds (one pinned, one critical,
+ * from conversations, a file, the user and an import) and one "recently removed", each with
+ * its history; every memory command works on that state. In scenario `ok` the second stored
+ * answer of a page session teaches the assistant something: `memory_updated` (one add, one
+ * update) follows its `chat_done`.
+ *
+ * Scenarios: ok (two saved chats, two providers, memories), shortcut-taken, startup-error, key-file,
  * no-provider (nothing configured; Ollama is running), chat-fails, markdown (ok plus a code
  * answer and an answer carrying an XSS payload), fallback (the main model fails and the
- * fallback answers), env-provider (HEARTH_PROVIDER_URL overrides the slots).
+ * fallback answers), env-provider (HEARTH_PROVIDER_URL overrides the slots), memory-empty (ok
+ * without any memory), memory-near-budget (ok plus long pinned memories that take more than
+ * 80% of the memory budget), memory-off (ok with memory turned off).
  */
 import { clearMocks, mockIPC, mockWindows } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
@@ -52,6 +63,9 @@ import type { SlotsDto } from '../lib/bindings/SlotsDto';
 import type { StatusDto } from '../lib/bindings/StatusDto';
 import type { TurnInfoDto } from '../lib/bindings/TurnInfoDto';
 import type { ZonesDto } from '../lib/bindings/ZonesDto';
+import type { MemoryDto } from '../lib/bindings/MemoryDto';
+import { setUndoDelay } from '../main/memory/pending.svelte';
+import { createMemoryMock, type MemoryScenario } from './memory';
 
 export const SCENARIOS = [
   'ok',
@@ -63,6 +77,9 @@ export const SCENARIOS = [
   'markdown',
   'fallback',
   'env-provider',
+  'memory-empty',
+  'memory-near-budget',
+  'memory-off',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -83,6 +100,9 @@ export type MockControl = {
   setChatDelay(ms: number): void;
   setLocalServers(servers: LocalServer[]): void;
   failNextTurn(): void;
+  setUndoDelay(ms: number): void;
+  memories(): MemoryDto[];
+  addMemoryElsewhere(text: string, kind: string): Promise<MemoryDto>;
 };
 
 /** A model server "running on this computer" for detect_local_servers. */
@@ -411,7 +431,7 @@ export function installMocks(
         }
       : { accelerator: DEFAULT_ACCELERATOR, registered: true, error: null };
 
-  const seeded = scenario === 'ok' || scenario === 'markdown';
+  const seeded = ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off'].includes(scenario);
   const conversations: StoredConversation[] = seeded ? seedConversations(Date.now(), scenario === 'markdown') : [];
   let nextMessageId = 100;
   let nextTurnId = 1;
@@ -447,6 +467,22 @@ export function installMocks(
             from_env: scenario === 'env-provider',
           };
   let modelTable: ModelInfoDto[] = structuredClone(MODEL_TABLE);
+
+  // ---- Memory ----
+  const memoryScenario: MemoryScenario =
+    scenario === 'memory-near-budget'
+      ? 'near-budget'
+      : scenario === 'memory-off'
+        ? 'off'
+        : seeded && scenario !== 'memory-empty'
+          ? 'seeded'
+          : 'empty';
+  const memory = createMemoryMock({
+    scenario: memoryScenario,
+    learns: scenario === 'ok',
+    emit: (event, payload) => emit(event, payload),
+    learnDelay: () => Math.min(chatDelay, 150),
+  });
   let localServers: LocalServer[] = [structuredClone(OLLAMA_SERVER)];
 
   const fail = (code: string, message: string): never => {
@@ -603,6 +639,8 @@ export function installMocks(
       message_id: messageId,
       turn,
     });
+    // After the answer, the core reconciles memory in the background (never for a temporary chat).
+    if (conversation && messageId !== null && !stopped) memory.afterAnswer(conversation.id, messageId);
   }
 
   const answerFor = (question: string): string[] => (CODE_QUESTION.test(question) ? CODE_ANSWER_PIECES : MOCK_ANSWER_PIECES);
@@ -688,9 +726,10 @@ export function installMocks(
       stopRequested.add(turnId);
       return null;
     },
-    delete_conversation: ({ conversationId }) => {
+    delete_conversation: ({ conversationId, deleteMemories }) => {
       const index = conversations.findIndex((c) => c.id === conversationId);
       if (index >= 0) conversations.splice(index, 1);
+      if (deleteMemories) memory.forgetConversation(conversationId);
       return null;
     },
     // The real shell shows the main window and emits `open_conversation` to it. Here both
@@ -791,6 +830,8 @@ export function installMocks(
       else modelTable.splice(index, 1);
       return structuredClone(modelTable);
     },
+
+    ...memory.handlers,
   };
 
   const calls: IpcCall[] = [];
@@ -830,6 +871,9 @@ export function installMocks(
     failNextTurn: () => {
       failNext = true;
     },
+    setUndoDelay: (ms) => setUndoDelay(ms),
+    memories: () => memory.snapshot(),
+    addMemoryElsewhere: (text, kind) => memory.addElsewhere(text, kind),
   };
   window.__hearthMock = control;
   return control;

@@ -23,6 +23,19 @@ impl Home {
 
     pub fn cmd(&self, server: &LlmServer, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_hearth"));
+        // Chat tests are about chat: learning (an extra model call) is tested on its own.
+        let args: Vec<&str> = match args.first() {
+            Some(&"chat") if !args.contains(&"--learn") => {
+                let mut a = vec!["chat", "--no-wait"];
+                a.extend_from_slice(&args[1..]);
+                a
+            }
+            _ => args
+                .iter()
+                .map(|a| a.trim_start_matches("--learn"))
+                .filter(|a| !a.is_empty())
+                .collect(),
+        };
         c.args(args)
             .env("HEARTH_HOME", &self.root)
             .env("HEARTH_KEY_BACKEND", "file")

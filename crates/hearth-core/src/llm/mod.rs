@@ -92,6 +92,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// Ask for JSON matching this schema (`name`, JSON Schema): OpenAI-compatible servers
+    /// get `response_format: json_schema` (Ollama, LM Studio, llama.cpp and vLLM honour it);
+    /// Anthropic gets the schema in the prompt. Callers still validate what comes back.
+    pub json_schema: Option<(String, serde_json::Value)>,
 }
 
 /// Something that arrived on the stream.

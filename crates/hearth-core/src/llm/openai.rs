@@ -55,6 +55,12 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
     }
+    if let Some((name, schema)) = &request.json_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema, "strict": true}
+        });
+    }
     body
 }
 

@@ -137,6 +137,21 @@ impl Jobs {
         })
     }
 
+    /// Claims job `id` if it is runnable now (queued, or running with its lease run out).
+    pub fn claim_id(&self, id: JobId, lease: Duration) -> Result<Option<Job>> {
+        let now = now_millis();
+        let lease_until = now.saturating_add(ms(lease));
+        self.store.write_blocking(move |c| {
+            let sql = format!(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ?2, updated_at = ?1
+                 WHERE id = ?3 AND ((state = 'queued' AND run_after <= ?1) OR (state = 'running' AND lease_until < ?1))
+                 RETURNING {COLUMNS}"
+            );
+            c.query_row(&sql, params![now, lease_until, id], job_from_row)
+                .optional()
+        })
+    }
+
     /// Extends the lease of a job still being worked on.
     pub fn heartbeat(&self, id: JobId, lease: Duration) -> Result<()> {
         self.store.write_blocking(move |c| {

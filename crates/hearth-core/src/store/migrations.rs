@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "turns and models",
         sql: include_str!("migrations/0007_turns_and_models.sql"),
     },
+    Migration {
+        version: 8,
+        name: "memory",
+        sql: include_str!("migrations/0008_memory.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -311,6 +311,23 @@ fn check_modules(conn: &Connection, db_path: &Path) -> Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Unit tests only: open stores on this thread without encryption, so a test can read
+    /// the raw file and prove deleted text is gone from it (what `secure_delete` is for).
+    pub(crate) static PLAINTEXT_FOR_TESTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn plaintext_for_tests() -> bool {
+    PLAINTEXT_FOR_TESTS.with(|p| p.get())
+}
+
+#[cfg(not(test))]
+fn plaintext_for_tests() -> bool {
+    false
+}
+
 /// Opens one connection with `key` and checks the key by reading the schema.
 pub(crate) fn open_connection(db_path: &Path, key: &DbKey, create: bool) -> Result<Connection> {
     register_extensions();
@@ -322,8 +339,10 @@ pub(crate) fn open_connection(db_path: &Path, key: &DbKey, create: bool) -> Resu
         Connection::open_with_flags(db_path, flags).map_err(|e| Error::sqlite(e, db_path))?;
     // SQLCipher would print "hmac check failed" for a wrong key on stderr; we report it typed.
     let _ = conn.execute_batch("PRAGMA cipher_log_level = NONE;");
-    conn.execute_batch(&format!("PRAGMA key = {};", key.pragma_value().as_str()))
-        .map_err(|e| Error::sqlite(e, db_path))?;
+    if !plaintext_for_tests() {
+        conn.execute_batch(&format!("PRAGMA key = {};", key.pragma_value().as_str()))
+            .map_err(|e| Error::sqlite(e, db_path))?;
+    }
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     })

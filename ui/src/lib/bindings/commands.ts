@@ -6,6 +6,14 @@ import type { ChatTokenEvent } from "./ChatTokenEvent";
 import type { ConversationDto } from "./ConversationDto";
 import type { DetectedServerDto } from "./DetectedServerDto";
 import type { ErrorDto } from "./ErrorDto";
+import type { ExportResultDto } from "./ExportResultDto";
+import type { ImportResultDto } from "./ImportResultDto";
+import type { MemoryChangeDto } from "./MemoryChangeDto";
+import type { MemoryCountsDto } from "./MemoryCountsDto";
+import type { MemoryDetailDto } from "./MemoryDetailDto";
+import type { MemoryDto } from "./MemoryDto";
+import type { MemorySettingsDto } from "./MemorySettingsDto";
+import type { MemoryUpdatedEvent } from "./MemoryUpdatedEvent";
 import type { MessageDto } from "./MessageDto";
 import type { ModelInfoDto } from "./ModelInfoDto";
 import type { OpenConversationEvent } from "./OpenConversationEvent";
@@ -31,7 +39,8 @@ export type Commands = {
   get_messages: { args: { conversationId: string }; result: Array<MessageDto> };
   send_message: { args: { conversationId: string | null; text: string; temporary: boolean }; result: SendResultDto };
   stop_turn: { args: { turnId: number }; result: null };
-  delete_conversation: { args: { conversationId: string }; result: null };
+  delete_conversation: { args: { conversationId: string; deleteMemories: boolean }; result: null };
+  count_conversation_memories: { args: { conversationId: string }; result: number };
   open_in_main: { args: { conversationId: string }; result: null };
   regenerate: { args: { conversationId: string }; result: SendResultDto };
   edit_last_message: { args: { conversationId: string; text: string }; result: SendResultDto };
@@ -46,6 +55,22 @@ export type Commands = {
   list_model_info: { args: Record<string, never>; result: Array<ModelInfoDto> };
   set_model_info: { args: { model: string; contextWindow: number | null; inputUsdPerMtok: number | null; outputUsdPerMtok: number | null; cachedUsdPerMtok: number | null }; result: Array<ModelInfoDto> };
   reset_model_info: { args: { model: string }; result: Array<ModelInfoDto> };
+  list_memories: { args: { kind: string | null; query: string | null; removed: boolean; pinned: boolean | null; critical: boolean | null; source: string | null; from: number | null; to: number | null }; result: Array<MemoryDto> };
+  memory_counts: { args: Record<string, never>; result: MemoryCountsDto };
+  get_memory: { args: { id: string }; result: MemoryDetailDto };
+  add_memory: { args: { text: string; kind: string; pinned: boolean; critical: boolean }; result: MemoryDto };
+  edit_memory: { args: { id: string; text: string }; result: MemoryDto };
+  set_memory_pinned: { args: { id: string; pinned: boolean }; result: MemoryDto };
+  set_memory_critical: { args: { id: string; critical: boolean }; result: MemoryDto };
+  delete_memories: { args: { ids: Array<string> }; result: number };
+  restore_memory: { args: { id: string }; result: MemoryDto };
+  empty_removed_memories: { args: Record<string, never>; result: number };
+  forget_memories: { args: { all: boolean; from: number | null; to: number | null }; result: number };
+  export_memories: { args: { format: string }; result: ExportResultDto };
+  import_memories: { args: { content: string }; result: ImportResultDto };
+  get_memory_settings: { args: Record<string, never>; result: MemorySettingsDto };
+  set_memory_settings: { args: { enabled: boolean; extractionPaused: boolean }; result: MemorySettingsDto };
+  undo_memory_change: { args: { change: MemoryChangeDto }; result: null };
 };
 
 /** Every event the shell emits and its payload. */
@@ -56,6 +81,7 @@ export type Events = {
   chat_done: ChatDoneEvent;
   chat_failed: ChatFailedEvent;
   open_conversation: OpenConversationEvent;
+  memory_updated: MemoryUpdatedEvent;
 };
 
 /** What a failed command rejects with. */

@@ -1,20 +1,24 @@
 /**
- * A conversation the main window was asked to show (the `open_conversation` event, sent when
- * the quick prompt's "Open in Hearth" is used). App records it and routes to Chat; the Chat
- * screen takes it once it is mounted (or right away if it already is).
+ * A conversation the main window was asked to show: the `open_conversation` event (the quick
+ * prompt's "Open in Hearth"), or a memory's provenance on the Memory screen ("Learned in
+ * conversation … — Open"), which also names the message to scroll to and highlight.
+ * The asker routes to Chat; the Chat screen takes the request once it is mounted (or right
+ * away if it already is).
  */
-const pending = $state<{ id: string | null }>({ id: null });
+export type OpenRequest = { id: string; messageId: number | null };
 
-export function requestOpen(conversationId: string): void {
-  pending.id = conversationId;
+const pending = $state<{ request: OpenRequest | null }>({ request: null });
+
+export function requestOpen(conversationId: string, messageId: number | null = null): void {
+  pending.request = { id: conversationId, messageId };
 }
 
-/** The requested conversation id, if any (reactive: an effect that reads it reruns on a new request). */
-export function pendingOpen(): string | null {
-  return pending.id;
+/** The request, if any (reactive: an effect that reads it reruns on a new request). */
+export function pendingOpen(): OpenRequest | null {
+  return pending.request;
 }
 
 /** Clear the request once it has been handled. */
 export function clearPendingOpen(): void {
-  pending.id = null;
+  pending.request = null;
 }

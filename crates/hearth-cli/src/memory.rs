@@ -1,0 +1,233 @@
+//! `hearth memory …`
+
+use std::io::{BufReader, BufWriter, Write};
+
+use hearth_core::Hearth;
+use hearth_core::memory::{Actor, Filter, Kind, Memories, Memory, NewMemory};
+use serde_json::json;
+
+use crate::args::MemoryCommand;
+use crate::output::{Failure, Out};
+use crate::{open_options, secrets};
+
+fn memories() -> Result<Memories, Failure> {
+    let hearth = Hearth::open_oneshot(&open_options()?)?;
+    Ok(Memories::new(hearth.store().clone()))
+}
+
+/// A local calendar day's start, in ms since the epoch (the user's time zone).
+fn day_start(date: &str, flag: &str) -> Result<i64, Failure> {
+    let day: jiff::civil::Date = date.trim().parse().map_err(|_| {
+        Failure::new(
+            "invalid_input",
+            format!("{flag} {date:?} is not a date like 2026-05-31"),
+        )
+    })?;
+    let zoned = day
+        .to_zoned(jiff::tz::TimeZone::system())
+        .map_err(|e| Failure::new("invalid_input", format!("{flag} {date:?}: {e}")))?;
+    Ok(zoned.timestamp().as_millisecond())
+}
+
+fn next_day_start(date: &str, flag: &str) -> Result<i64, Failure> {
+    let day: jiff::civil::Date = date.trim().parse().map_err(|_| {
+        Failure::new(
+            "invalid_input",
+            format!("{flag} {date:?} is not a date like 2026-05-31"),
+        )
+    })?;
+    let next = day
+        .tomorrow()
+        .map_err(|e| Failure::new("invalid_input", e.to_string()))?;
+    day_start(&next.to_string(), flag)
+}
+
+fn line(m: &Memory) -> String {
+    let mut marks = Vec::new();
+    if m.pinned {
+        marks.push("pinned");
+    }
+    if m.critical {
+        marks.push("critical");
+    }
+    let marks = if marks.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", marks.join(", "))
+    };
+    format!("{}  {:<11} {}{marks}", m.id, m.kind.as_str(), m.text)
+}
+
+fn print_memory(out: &Out, m: &Memory) {
+    if out.json {
+        out.print_json(m);
+    } else {
+        println!("{}", line(m));
+    }
+}
+
+pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
+    let memories = memories()?;
+    match command {
+        MemoryCommand::List {
+            kind,
+            query,
+            removed,
+        } => {
+            let filter = Filter {
+                kind: kind.as_deref().map(Kind::parse).transpose()?,
+                query,
+                removed,
+                ..Filter::default()
+            };
+            let list = memories.list(&filter)?;
+            if out.json {
+                out.print_json(&list);
+            } else if list.is_empty() {
+                println!(
+                    "{}",
+                    if removed {
+                        "Nothing was removed recently."
+                    } else {
+                        "No memories yet. Add one with: hearth memory add \"I prefer short answers\" --kind instruction"
+                    }
+                );
+            } else {
+                for m in &list {
+                    println!("{}", line(m));
+                }
+            }
+        }
+        MemoryCommand::Add {
+            text,
+            kind,
+            pin,
+            critical,
+        } => {
+            let mut new = NewMemory::manual(text, Kind::parse(&kind)?);
+            new.pinned = pin;
+            new.critical = critical;
+            let m = memories.add(new, Actor::User)?;
+            print_memory(out, &m);
+        }
+        MemoryCommand::Edit { id, text } => {
+            let m = memories.edit(&id, &text, Actor::User, None)?;
+            print_memory(out, &m);
+        }
+        MemoryCommand::Pin { id } => print_memory(out, &memories.set_pinned(&id, true)?),
+        MemoryCommand::Unpin { id } => print_memory(out, &memories.set_pinned(&id, false)?),
+        MemoryCommand::Delete { id } => {
+            if !memories.delete(&id)? {
+                return Err(Failure::new(
+                    "not_found",
+                    format!("there is no memory {id}"),
+                ));
+            }
+            if out.json {
+                out.print_json(&json!({ "deleted": id }));
+            } else {
+                println!("Deleted {id} for good.");
+            }
+        }
+        MemoryCommand::Restore { id } => print_memory(out, &memories.restore(&id)?),
+        MemoryCommand::Show { id } => {
+            let m = memories
+                .get(&id)?
+                .ok_or_else(|| Failure::new("not_found", format!("there is no memory {id}")))?;
+            let history = memories.history(&id)?;
+            if out.json {
+                out.print_json(&json!({ "memory": m, "history": history }));
+            } else {
+                println!("{}", line(&m));
+                println!(
+                    "source: {}",
+                    serde_json::to_string(&m.source).unwrap_or_default()
+                );
+                println!("used {} times; status {}", m.use_count, m.status.as_str());
+                for h in history {
+                    let change = match (&h.old_text, &h.new_text) {
+                        (Some(o), Some(n)) => format!(": {o} → {n}"),
+                        (None, Some(n)) => format!(": {n}"),
+                        _ => String::new(),
+                    };
+                    println!("  {} by {:?}{change}", h.op, h.actor);
+                }
+            }
+        }
+        MemoryCommand::Forget { all, from, to, yes } => {
+            let (what, range) = match (all, from, to) {
+                (true, _, _) => ("every memory".to_owned(), None),
+                (false, Some(f), Some(t)) => (
+                    format!("the memories created from {f} to {t}"),
+                    Some((day_start(&f, "--from")?, next_day_start(&t, "--to")?)),
+                ),
+                _ => {
+                    return Err(Failure::new(
+                        "invalid_input",
+                        "say what to forget: --all, or --from DATE --to DATE",
+                    ));
+                }
+            };
+            if !yes && !secrets::confirm(&format!("Delete {what} for good?")) {
+                return Err(Failure::new(
+                    "confirmation_required",
+                    "not confirmed: run on a terminal and type yes, or pass --yes",
+                ));
+            }
+            let n = match range {
+                None => memories.forget_all()?,
+                Some((from, to)) => memories.forget_between(from, to)?,
+            };
+            if out.json {
+                out.print_json(&json!({ "deleted": n }));
+            } else {
+                println!("Forgot {n} memories for good.");
+            }
+        }
+        MemoryCommand::Export { file, format } => {
+            let format =
+                format.unwrap_or_else(|| match file.extension().and_then(|e| e.to_str()) {
+                    Some("md") | Some("markdown") => "md".into(),
+                    _ => "jsonl".into(),
+                });
+            let f = std::fs::File::create(&file)
+                .map_err(|e| Failure::new("io", format!("cannot write {}: {e}", file.display())))?;
+            let mut w = BufWriter::new(f);
+            let n = match format.as_str() {
+                "jsonl" => memories.export_jsonl(&mut w)?,
+                "md" => memories.export_markdown(&mut w)?,
+                other => {
+                    return Err(Failure::new(
+                        "invalid_input",
+                        format!("unknown format {other:?}: use jsonl or md"),
+                    ));
+                }
+            };
+            w.flush()
+                .map_err(|e| Failure::new("io", format!("cannot write {}: {e}", file.display())))?;
+            eprintln!(
+                "note: {} is not encrypted; anyone who can read it can read these memories.",
+                file.display()
+            );
+            if out.json {
+                out.print_json(&json!({ "exported": n, "file": file, "format": format }));
+            } else {
+                println!("Exported {n} memories to {}.", file.display());
+            }
+        }
+        MemoryCommand::Import { file } => {
+            let f = std::fs::File::open(&file)
+                .map_err(|e| Failure::new("io", format!("cannot read {}: {e}", file.display())))?;
+            let report = memories.import_jsonl(BufReader::new(f))?;
+            if out.json {
+                out.print_json(&report);
+            } else {
+                println!(
+                    "Imported {} memories; skipped {} you already had.",
+                    report.added, report.skipped
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! all-MiniLM-L6-v2 run in-process with candle on the CPU.
+//!
+//! Matches sentence-transformers: `[CLS] … [SEP]`, token type ids 0, mean pooling over the
+//! real tokens (the attention mask), then L2 normalisation. Texts are cut at 256 tokens, not
+//! at the 128 the shipped tokenizer.json fixes. The model is loaded on first use and can be
+//! unloaded when idle; the next call loads it again.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{self, BertModel};
+use tokenizers::{
+    PaddingDirection, PaddingParams, PaddingStrategy, Tokenizer, TruncationDirection,
+    TruncationParams, TruncationStrategy,
+};
+
+use super::{EmbedError, Embedder, ModelFiles, ModelSource, Progress};
+use crate::{Error, Result};
+
+/// The name [`LocalEmbedder::model_id`] returns.
+pub const MODEL_ID: &str = "all-MiniLM-L6-v2";
+
+/// The length of the model's vectors.
+pub const DIMENSIONS: usize = 384;
+
+/// Longest input in tokens, `[CLS]` and `[SEP]` included; the rest of a text is ignored.
+pub const MAX_TOKENS: usize = 256;
+
+/// Texts run through the model together; sorted by length first so little is padding.
+const BATCH: usize = 32;
+
+/// The local embedder. Cheap to construct: the model is found (or downloaded) and loaded on
+/// the first call that needs it.
+pub struct LocalEmbedder {
+    source: ModelSource,
+    progress: Option<Arc<Progress>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    files: Option<ModelFiles>,
+    tokenizer: Option<Arc<Tokenizer>>,
+    model: Option<Arc<BertModel>>,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("source", &self.source)
+            .field("loaded", &self.is_loaded())
+            .finish()
+    }
+}
+
+impl LocalEmbedder {
+    /// An embedder whose model comes from `source`; nothing is read yet.
+    pub fn new(source: ModelSource) -> Self {
+        LocalEmbedder {
+            source,
+            progress: None,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// An embedder whose model is found as [`ModelSource::from_env`] says.
+    pub fn from_env() -> Self {
+        Self::new(ModelSource::from_env())
+    }
+
+    /// Tells `progress(file, bytes_done, bytes_total)` how a first-use download goes.
+    pub fn with_progress(
+        mut self,
+        progress: impl Fn(&str, u64, Option<u64>) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(progress));
+        self
+    }
+
+    /// Loads the model now (downloading it if need be) instead of on the first call.
+    pub fn load(&self) -> Result<()> {
+        self.loaded().map(|_| ())
+    }
+
+    /// Drops the tokenizer and the weights (about 90 MB); the next call loads them again.
+    /// Calls already running finish with the copy they hold.
+    pub fn unload(&self) {
+        let mut state = self.lock();
+        let was_loaded = state.model.take().is_some();
+        state.tokenizer = None;
+        if was_loaded {
+            tracing::info!("embedding model unloaded");
+        }
+    }
+
+    /// Whether the weights are in memory.
+    pub fn is_loaded(&self) -> bool {
+        self.lock().model.is_some()
+    }
+
+    /// How many tokens the model sees of each text: `[CLS]` and `[SEP]` included, at most
+    /// [`MAX_TOKENS`]. Loads the tokenizer, not the weights.
+    pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
+        let tokenizer = {
+            let mut state = self.lock();
+            self.tokenizer(&mut state)?
+        };
+        texts
+            .iter()
+            .map(|t| {
+                tokenizer
+                    .encode(*t, true)
+                    .map(|e| e.len())
+                    .map_err(|e| EmbedError::Inference(format!("tokenizing failed: {e}")).into())
+            })
+            .collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is a set of Options each written in one step, so it is sound after a panic.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tokenizer and model, loading them under the lock so concurrent first calls load once.
+    fn loaded(&self) -> Result<(Arc<Tokenizer>, Arc<BertModel>)> {
+        let mut state = self.lock();
+        let tokenizer = self.tokenizer(&mut state)?;
+        if let Some(model) = &state.model {
+            return Ok((tokenizer, model.clone()));
+        }
+        let files = self.files(&mut state)?;
+        let started = Instant::now();
+        let model = Arc::new(load_model(&files)?);
+        tracing::info!(
+            model = MODEL_ID,
+            ms = started.elapsed().as_millis() as u64,
+            "embedding model loaded"
+        );
+        state.model = Some(model.clone());
+        Ok((tokenizer, model))
+    }
+
+    fn tokenizer(&self, state: &mut State) -> Result<Arc<Tokenizer>> {
+        if let Some(t) = &state.tokenizer {
+            return Ok(t.clone());
+        }
+        let files = self.files(state)?;
+        let tokenizer = Arc::new(load_tokenizer(&files)?);
+        state.tokenizer = Some(tokenizer.clone());
+        Ok(tokenizer)
+    }
+
+    fn files(&self, state: &mut State) -> Result<ModelFiles> {
+        if let Some(files) = &state.files {
+            return Ok(files.clone());
+        }
+        let files = self.source.resolve(self.progress.as_deref())?;
+        state.files = Some(files.clone());
+        Ok(files)
+    }
+}
+
+impl Embedder for LocalEmbedder {
+    fn model_id(&self) -> &str {
+        MODEL_ID
+    }
+
+    fn dimensions(&self) -> usize {
+        DIMENSIONS
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (tokenizer, model) = self.loaded()?;
+        let started = Instant::now();
+        // Byte length orders texts by token count closely enough to keep padding small.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            for (&i, v) in chunk.iter().zip(embed_batch(&tokenizer, &model, batch)?) {
+                vectors[i] = v;
+            }
+        }
+        tracing::debug!(
+            texts = texts.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "embedded locally"
+        );
+        Ok(vectors)
+    }
+}
+
+fn inference(e: candle_core::Error) -> Error {
+    EmbedError::Inference(e.to_string()).into()
+}
+
+/// One padded batch through the model, mean-pooled over real tokens and normalized.
+fn embed_batch(
+    tokenizer: &Tokenizer,
+    model: &BertModel,
+    batch: Vec<&str>,
+) -> Result<Vec<Vec<f32>>> {
+    let n = batch.len();
+    let encodings = tokenizer
+        .encode_batch(batch, true)
+        .map_err(|e| EmbedError::Inference(format!("tokenizing failed: {e}")))?;
+    let len = encodings.first().map_or(0, |e| e.len());
+    let mut ids = Vec::with_capacity(n * len);
+    let mut mask = Vec::with_capacity(n * len);
+    for e in &encodings {
+        if e.len() != len {
+            return Err(EmbedError::Inference("the tokenizer did not pad the batch".into()).into());
+        }
+        ids.extend_from_slice(e.get_ids());
+        mask.extend_from_slice(e.get_attention_mask());
+    }
+    let device = Device::Cpu;
+    let ids = Tensor::from_vec(ids, (n, len), &device).map_err(inference)?;
+    let mask = Tensor::from_vec(mask, (n, len), &device).map_err(inference)?;
+    let token_types = ids.zeros_like().map_err(inference)?;
+    let pooled = (|| {
+        let hidden = model.forward(&ids, &token_types, Some(&mask))?; // (n, len, 384)
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+        let sum = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
+        let count = mask.sum(1)?; // (n, 1); at least 2: [CLS] and [SEP]
+        let mean = sum.broadcast_div(&count)?;
+        let norm = mean
+            .sqr()?
+            .sum_keepdim(1)?
+            .sqrt()?
+            .clamp(1e-12f32, f32::MAX)?;
+        mean.broadcast_div(&norm)?.to_vec2::<f32>()
+    })();
+    pooled.map_err(inference)
+}
+
+/// The shipped tokenizer with truncation at [`MAX_TOKENS`] and padding to the batch's longest.
+fn load_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
+    let path = &files.tokenizer;
+    let corrupt = |detail: String| -> Error {
+        EmbedError::Corrupt {
+            path: path.clone(),
+            detail,
+        }
+        .into()
+    };
+    let mut tokenizer = Tokenizer::from_file(path).map_err(|e| corrupt(e.to_string()))?;
+    // Keep the file's pad token and id; replace its fixed length of 128.
+    let pad = tokenizer.get_padding().cloned().unwrap_or_default();
+    tokenizer.with_padding(Some(PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        direction: PaddingDirection::Right,
+        pad_to_multiple_of: None,
+        pad_type_id: 0,
+        ..pad
+    }));
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: MAX_TOKENS,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        }))
+        .map_err(|e| corrupt(e.to_string()))?;
+    Ok(tokenizer)
+}
+
+/// Reads the config and the weights; checks it is a 384-dimensional BERT.
+fn load_model(files: &ModelFiles) -> Result<BertModel> {
+    let text = std::fs::read_to_string(&files.config).map_err(|e| Error::io(&files.config, e))?;
+    let config: bert::Config = serde_json::from_str(&text).map_err(|e| EmbedError::Corrupt {
+        path: files.config.clone(),
+        detail: format!("not a BERT config ({e})"),
+    })?;
+    if config.hidden_size != DIMENSIONS || config.max_position_embeddings < MAX_TOKENS {
+        return Err(EmbedError::Corrupt {
+            path: files.config.clone(),
+            detail: format!(
+                "expected {MODEL_ID} ({DIMENSIONS} dimensions, ≥ {MAX_TOKENS} positions), found \
+                 {} dimensions and {} positions",
+                config.hidden_size, config.max_position_embeddings
+            ),
+        }
+        .into());
+    }
+    let weights = &files.weights;
+    let bytes = std::fs::read(weights).map_err(|e| Error::io(weights, e))?;
+    let corrupt = |e: candle_core::Error| -> Error {
+        EmbedError::Corrupt {
+            path: weights.clone(),
+            detail: e.to_string(),
+        }
+        .into()
+    };
+    // Buffered, not memory-mapped: a file changed under a map is undefined behaviour. The
+    // buffer is freed once the tensors are copied out of it.
+    let vb =
+        VarBuilder::from_buffered_safetensors(bytes, bert::DTYPE, &Device::Cpu).map_err(corrupt)?;
+    BertModel::load(vb, &config).map_err(corrupt)
+}

@@ -1,0 +1,60 @@
+//! Sentence embeddings: turning texts into unit-length vectors for memory and retrieval.
+//!
+//! Two [`Embedder`]s: [`LocalEmbedder`] runs all-MiniLM-L6-v2 in-process with candle on the
+//! CPU (the model found via [`ModelSource`], downloaded once if need be), and [`ApiEmbedder`]
+//! calls a provider's OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, LM Studio, …).
+//!
+//! Invariant: every call is blocking and may take seconds (a model load, a download, a batch
+//! of 256-token texts); async callers run it on `tokio::task::spawn_blocking`. Texts are
+//! never logged.
+
+mod api;
+mod error;
+mod local;
+mod source;
+
+use std::future::Future;
+
+pub use api::ApiEmbedder;
+pub use error::EmbedError;
+pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID};
+pub use source::{HUB_REPO, ModelFiles, ModelSource, Progress};
+
+use crate::{Error, Result};
+
+/// Something that turns texts into vectors. Object-safe: share it as `Arc<dyn Embedder>`.
+pub trait Embedder: Send + Sync {
+    /// The model's name, stored beside each vector so vectors of different models never mix.
+    fn model_id(&self) -> &str;
+
+    /// The length of every vector this embedder returns.
+    fn dimensions(&self) -> usize;
+
+    /// One L2-normalized vector per text, in the order given. Blocking; batched internally.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// Runs `fut` to completion on a small runtime of its own, on a thread of its own, so it works
+/// whether or not the caller is inside a tokio runtime (e.g. on `spawn_blocking`).
+pub(crate) fn block_on<T: Send>(fut: impl Future<Output = Result<T>> + Send) -> Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::Task(format!("could not start a runtime: {e}")))?;
+                runtime.block_on(fut)
+            })
+            .join()
+            .map_err(|_| Error::Task("the embedding network thread panicked".into()))?
+    })
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub(crate) fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > f32::EPSILON {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}

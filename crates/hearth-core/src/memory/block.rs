@@ -1,0 +1,311 @@
+//! Retrieval: hybrid search over memories (FTS5 BM25 + vec0 cosine, fused by reciprocal
+//! rank) and the "Known about the user" block that goes into every prompt.
+//!
+//! The block: critical and pinned memories first and always (within the budget, with a
+//! warning when they alone approach it), then the rest by relevance to the message plus
+//! importance and recency/frequency, until the budget (default ≤ 1,000 tokens, 003:248).
+//! Only candidates are scored (the top of each index plus the always-in set), so the block
+//! costs the same with 10 or 10,000 memories.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::params;
+
+use super::{Kind, Memories, fts_query};
+use crate::Result;
+use crate::context::MemorySource;
+use crate::embed::Embedder;
+use crate::time::{Millis, now_millis};
+use crate::tokens::Encoding;
+
+/// Reciprocal-rank-fusion constant.
+pub const RRF_K: f64 = 60.0;
+/// How many candidates each index offers.
+pub const CANDIDATES: usize = 50;
+
+/// How to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+/// A memory found by a search, with what the block needs to rank and render it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub text: String,
+    pub kind: Kind,
+    pub pinned: bool,
+    pub critical: bool,
+    pub importance: f64,
+    pub event_at: Option<Millis>,
+    pub updated: Millis,
+    pub last_used: Option<Millis>,
+    pub use_count: u32,
+    /// Fused relevance to the query (0 when it was not found by either index).
+    pub relevance: f64,
+}
+
+const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
+
+fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)> {
+    Ok((
+        r.get(0)?,
+        Candidate {
+            id: r.get(1)?,
+            text: r.get(2)?,
+            kind: Kind::parse(&r.get::<_, String>(3)?).unwrap_or(Kind::Fact),
+            pinned: r.get(4)?,
+            critical: r.get(5)?,
+            importance: r.get(6)?,
+            event_at: r.get(7)?,
+            updated: r.get(8)?,
+            last_used: r.get(9)?,
+            use_count: r.get(10)?,
+            relevance: 0.0,
+        },
+    ))
+}
+
+impl Memories {
+    /// Active memories ranked for `query`: BM25, vector (needs `vector` from `model`), or
+    /// both fused by reciprocal rank. Best first, at most `k`.
+    pub fn search(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+        mode: Mode,
+        k: usize,
+    ) -> Result<Vec<Candidate>> {
+        let fts = if mode == Mode::Vector {
+            None
+        } else {
+            fts_query(query)
+        };
+        let vec = if mode == Mode::Bm25 {
+            None
+        } else {
+            vector.map(|(m, v)| {
+                (
+                    m.to_owned(),
+                    v.len(),
+                    v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>(),
+                )
+            })
+        };
+        let pool = k.max(CANDIDATES);
+        let mut ranked = self.store().read_blocking(move |c| {
+            let mut found: HashMap<i64, Candidate> = HashMap::new();
+            if let Some(q) = fts {
+                let mut stmt = c.prepare(&format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM memories_fts f JOIN memories m ON m.n = f.rowid
+                     WHERE memories_fts MATCH ?1 AND m.status = 'active' ORDER BY bm25(memories_fts) LIMIT ?2"
+                ))?;
+                let rows = stmt.query_map(params![q, pool as i64], row_to_candidate)?;
+                for (rank, row) in rows.enumerate() {
+                    let (n, cand) = row?;
+                    found.entry(n).or_insert(cand).relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
+                }
+            }
+            if let Some((model, dims, blob)) = vec {
+                let table = format!("memory_vec_{dims}");
+                let exists: bool = c.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
+                    [&table],
+                    |r| r.get(0),
+                )?;
+                if exists {
+                    // vec0 cannot filter by status or model, so ask for more and filter.
+                    let mut stmt = c.prepare(&format!(
+                        "SELECT {CANDIDATE_COLUMNS} FROM (SELECT rowid, distance FROM {table}
+                            WHERE embedding MATCH ?1 AND k = ?2) v
+                         JOIN memories m ON m.n = v.rowid
+                         WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
+                    ))?;
+                    let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], row_to_candidate)?;
+                    for (rank, row) in rows.take(pool).enumerate() {
+                        let (n, cand) = row?;
+                        found.entry(n).or_insert(cand).relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
+                    }
+                }
+            }
+            Ok(found.into_values().collect::<Vec<_>>())
+        })?;
+        ranked.sort_by(|a, b| {
+            b.relevance
+                .total_cmp(&a.relevance)
+                .then_with(|| b.updated.cmp(&a.updated))
+        });
+        ranked.truncate(k);
+        Ok(ranked)
+    }
+
+    /// Critical and pinned active memories (critical first).
+    pub fn always_in(&self) -> Result<Vec<Candidate>> {
+        self.store().read_blocking(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m
+                 WHERE m.status = 'active' AND (m.critical = 1 OR m.pinned = 1)
+                 ORDER BY m.critical DESC, m.importance DESC, m.updated_at DESC"
+            ))?;
+            let rows = stmt.query_map([], row_to_candidate)?;
+            rows.map(|r| r.map(|(_, c)| c)).collect()
+        })
+    }
+
+    /// The most important recent memories, for messages that match nothing.
+    fn background(&self, limit: usize) -> Result<Vec<Candidate>> {
+        self.store().read_blocking(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.status = 'active'
+                 ORDER BY m.importance DESC, coalesce(m.last_used_at, m.updated_at) DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([limit as i64], row_to_candidate)?;
+            rows.map(|r| r.map(|(_, c)| c)).collect()
+        })
+    }
+}
+
+/// A memory's line in the block.
+pub fn render(c: &Candidate) -> String {
+    let text = c.text.replace('\n', " ");
+    let tag = if c.critical {
+        "critical".to_owned()
+    } else {
+        match (c.kind, c.event_at) {
+            (Kind::Episode, Some(at)) => {
+                let date = jiff::Timestamp::from_millisecond(at)
+                    .map(|t| t.strftime("%Y-%m-%d").to_string())
+                    .unwrap_or_default();
+                format!("episode, {date}")
+            }
+            (kind, _) => kind.as_str().to_owned(),
+        }
+    };
+    format!("- ({tag}) {text}")
+}
+
+/// Relevance + importance + recency/frequency.
+fn score(c: &Candidate, now: Millis) -> f64 {
+    const DAY: f64 = 86_400_000.0;
+    let age_days = (now - c.last_used.unwrap_or(c.updated)).max(0) as f64 / DAY;
+    let recency = (-age_days / 30.0).exp();
+    let frequency = (1.0 + f64::from(c.use_count)).ln() / 10f64.ln();
+    // Relevance dominates: one top rank in both indexes is worth ~0.033 before scaling.
+    c.relevance * 30.0 + 0.3 * c.importance + 0.1 * recency + 0.05 * frequency.min(1.0)
+}
+
+/// The block and what went into it.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    pub text: String,
+    pub ids: Vec<String>,
+    /// Tokens the critical and pinned memories alone take.
+    pub always_tokens: u32,
+    /// They alone passed 80% of the budget (the UI warns).
+    pub always_near_budget: bool,
+}
+
+/// Builds the block for `message` within `budget` tokens. `query_vector` is the message's
+/// embedding from `model`, when an embedder is available.
+pub fn build(
+    memories: &Memories,
+    message: &str,
+    query_vector: Option<(&str, &[f32])>,
+    budget: u32,
+    encoding: Encoding,
+) -> Result<Block> {
+    let now = now_millis();
+    let always = memories.always_in()?;
+    let mut rest = memories.search(message, query_vector, Mode::Hybrid, CANDIDATES)?;
+    if rest.len() < 10 {
+        rest.extend(memories.background(20)?);
+    }
+    rest.retain(|c| !c.pinned && !c.critical);
+    rest.sort_by(|a, b| score(b, now).total_cmp(&score(a, now)));
+    let mut block = Block::default();
+    let mut used = 0u32;
+    let mut lines = Vec::new();
+    for (i, c) in always.iter().chain(rest.iter()).enumerate() {
+        if block.ids.contains(&c.id) {
+            continue;
+        }
+        let line = render(c);
+        let cost = encoding.count(&line) as u32 + 1;
+        if i < always.len() {
+            block.always_tokens += cost;
+        }
+        if used + cost > budget {
+            if i < always.len() {
+                continue;
+            }
+            break;
+        }
+        used += cost;
+        lines.push(line);
+        block.ids.push(c.id.clone());
+    }
+    block.always_near_budget = f64::from(block.always_tokens) > 0.8 * f64::from(budget);
+    if block.always_near_budget {
+        tracing::warn!(
+            tokens = block.always_tokens,
+            budget,
+            "pinned and critical memories alone approach the memory budget"
+        );
+    }
+    block.text = lines.join("\n");
+    Ok(block)
+}
+
+/// The engine's memory zone: reads the store, embeds the message if it can, updates
+/// last-used counters. Honours the "memory off" setting.
+pub struct MemoryBlockSource {
+    memories: Memories,
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl MemoryBlockSource {
+    pub fn new(memories: Memories, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        Self { memories, embedder }
+    }
+}
+
+impl MemorySource for MemoryBlockSource {
+    fn memory_block(
+        &self,
+        message: &str,
+        budget: u32,
+        encoding: Encoding,
+    ) -> Result<Option<String>> {
+        if !super::settings(self.memories.store())?.enabled || !self.memories.any_active()? {
+            return Ok(None);
+        }
+        if let Some(e) = &self.embedder
+            && let Err(err) = self.memories.embed_pending(e.as_ref(), 64)
+        {
+            tracing::warn!(error = %err, "could not embed new memories");
+        }
+        let vector = self.embedder.as_ref().and_then(|e| match e.embed(&[message]) {
+            Ok(mut v) => v.pop().map(|v| (e.model_id().to_owned(), v)),
+            Err(err) => {
+                tracing::warn!(error = %err, "no query embedding; memory search is keyword-only");
+                None
+            }
+        });
+        let block = build(
+            &self.memories,
+            message,
+            vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            budget,
+            encoding,
+        )?;
+        if block.ids.is_empty() {
+            return Ok(None);
+        }
+        self.memories.touch(block.ids)?;
+        Ok(Some(block.text))
+    }
+}

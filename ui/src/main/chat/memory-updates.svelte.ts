@@ -1,0 +1,32 @@
+/**
+ * What the assistant changed in memory after an answer (`memory_updated`), kept per answer
+ * (message id) for the window's lifetime so the "Memory updated" chip survives switching
+ * conversations or screens. Each change remembers whether the user undid it.
+ */
+import type { MemoryChangeDto } from '../../lib/bindings/MemoryChangeDto';
+import type { MemoryUpdatedEvent } from '../../lib/bindings/MemoryUpdatedEvent';
+
+export type ChipChange = {
+  change: MemoryChangeDto;
+  /** idle → undoing → undone; `error` holds why an undo failed. */
+  state: 'idle' | 'undoing' | 'undone';
+  error: string | null;
+};
+
+export type MemoryUpdate = { conversationId: string; messageId: number; changes: ChipChange[] };
+
+const updates = $state<Record<number, MemoryUpdate>>({});
+
+/** Record an event for the answer `messageId` (a second event for the same answer adds to it). */
+export function recordMemoryUpdate(event: MemoryUpdatedEvent, messageId: number): void {
+  const changes = event.changes.map((change): ChipChange => ({ change, state: 'idle', error: null }));
+  if (changes.length === 0) return;
+  const existing = updates[messageId];
+  if (existing) existing.changes.push(...changes);
+  else updates[messageId] = { conversationId: event.conversation_id, messageId, changes };
+}
+
+/** The update shown under the answer `messageId`, if any (reactive). */
+export function memoryUpdateFor(messageId: number | null): MemoryUpdate | undefined {
+  return messageId === null ? undefined : updates[messageId];
+}

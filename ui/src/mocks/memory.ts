@@ -1,0 +1,609 @@
+/**
+ * The mock core's long-term memory: a stateful store with the same rules as
+ * hearth-core's `memory` module and the shell's `memory_cmd.rs`:
+ *
+ * - lists are active (or, with `removed`, "Recently removed") memories, pinned first, then
+ *   critical, then most recently updated; a query ranks by how many of its words a memory
+ *   contains (a stand-in for the core's hybrid keyword + meaning search);
+ * - every change is written to the memory's history; a user's delete is real: the memory
+ *   goes, its history texts are blanked and a `delete` tombstone stays;
+ * - import reads JSON Lines (`schema: "hearth.memory/1"`) and skips texts already known
+ *   (normalized: lower-case, single spaces, no trailing punctuation); a bad line stops the
+ *   import before anything is written, with `invalid_input` naming the line;
+ * - after the second stored answer of a page session (scenario `ok` only, memory on and
+ *   learning not paused) the assistant "learns": one add and one update, announced with a
+ *   `memory_updated` event for that answer.
+ */
+import type { Commands, Events } from '../lib/bindings/commands';
+import type { ErrorDto } from '../lib/bindings/ErrorDto';
+import type { MemoryChangeDto } from '../lib/bindings/MemoryChangeDto';
+import type { MemoryDto } from '../lib/bindings/MemoryDto';
+import type { MemoryHistoryDto } from '../lib/bindings/MemoryHistoryDto';
+import type { MemorySettingsDto } from '../lib/bindings/MemorySettingsDto';
+import type { MemorySourceDto } from '../lib/bindings/MemorySourceDto';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** The memory block's budget (tokens), as in hearth-core's context assembly. */
+export const MEMORY_BUDGET = 1000;
+/** Longest memory text the core accepts. */
+export const MAX_MEMORY_TEXT = 2000;
+/** Where the mock "writes" exports (the core uses the user's Downloads folder). */
+export const EXPORT_DIR = '/home/alex/Downloads';
+/** The `schema` of every exported JSON line. */
+export const EXPORT_SCHEMA = 'hearth.memory/1';
+
+/** What the assistant learns after the second answer (scenario `ok`). */
+export const LEARNED_TEXT = 'Likes to plan one small step at a time';
+export const UPDATED_BRIEF_TEXT = 'Keep answers short; use numbered steps for plans';
+
+const KINDS = ['fact', 'preference', 'episode', 'instruction'] as const;
+
+type MemoryCommand =
+  | 'list_memories'
+  | 'memory_counts'
+  | 'get_memory'
+  | 'add_memory'
+  | 'edit_memory'
+  | 'set_memory_pinned'
+  | 'set_memory_critical'
+  | 'delete_memories'
+  | 'restore_memory'
+  | 'empty_removed_memories'
+  | 'forget_memories'
+  | 'export_memories'
+  | 'import_memories'
+  | 'get_memory_settings'
+  | 'set_memory_settings'
+  | 'undo_memory_change'
+  | 'count_conversation_memories';
+
+export type MemoryHandlers = {
+  [K in MemoryCommand]: (args: Commands[K]['args']) => Commands[K]['result'] | Promise<Commands[K]['result']>;
+};
+
+export type MemoryScenario = 'seeded' | 'empty' | 'near-budget' | 'off';
+
+type Stored = MemoryDto;
+
+export type MemoryMock = {
+  handlers: MemoryHandlers;
+  /** A stored answer finished (not stopped): may teach the assistant something. */
+  afterAnswer(conversationId: string, messageId: number): void;
+  /** delete_conversation with deleteMemories: the conversation's memories go for good. */
+  forgetConversation(conversationId: string): number;
+  /** A copy of every memory (any status), for tests. */
+  snapshot(): MemoryDto[];
+  /** Another process added a memory: stored, then `store_changed` is emitted. */
+  addElsewhere(text: string, kind: string): Promise<MemoryDto>;
+};
+
+const fail = (code: string, message: string): never => {
+  const error: ErrorDto = { code, message };
+  throw error;
+};
+
+/** Lower-case, single-spaced, without trailing punctuation (the core's `normalize`). */
+export function normalize(text: string): string {
+  return text
+    .split(/\s+/)
+    .filter(Boolean)
+    .join(' ')
+    .toLowerCase()
+    .replace(/[.!?;,]+$/, '');
+}
+
+const words = (text: string): string[] =>
+  text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
+
+/** Roughly what the core's tokenizer counts for one rendered memory line, plus one. */
+const tokensFor = (m: Stored): number => Math.ceil((m.text.length + (m.critical ? 12 : 2)) / 4) + 1;
+
+function source(kind: string, conversation: string | null = null, message: number | null = null, path: string | null = null): MemorySourceDto {
+  return { kind, conversation_id: conversation, message_id: message, path };
+}
+
+function memory(partial: Partial<Stored> & Pick<Stored, 'id' | 'text' | 'kind' | 'created'>): Stored {
+  return {
+    subject: null,
+    importance: 0.5,
+    pinned: false,
+    critical: false,
+    confidence: 1,
+    source: source('manual'),
+    event_at: null,
+    updated: partial.created,
+    last_used: null,
+    use_count: 0,
+    status: 'active',
+    removed_at: null,
+    ...partial,
+  };
+}
+
+const entry = (op: string, actor: string, at: number, old_text: string | null = null, new_text: string | null = null): MemoryHistoryDto => ({
+  op,
+  old_text,
+  new_text,
+  actor,
+  at,
+});
+
+/** A long pinned text (scenario near-budget): about `chars` characters of house rules. */
+function longRules(title: string, chars: number): string {
+  const rules = [
+    'Always give quantities in grams and millilitres, with cup measures in brackets only when asked.',
+    'Mention when a step can be done the day before.',
+    'Flag every ingredient that commonly contains peanuts or traces of them.',
+    'Offer a vegetarian swap for any recipe that uses meat or fish.',
+    'Keep shopping lists grouped by supermarket aisle.',
+    'Prefer seasonal vegetables available in France.',
+    'State the total time, including resting and marinating, at the top.',
+  ];
+  let text = `${title}:`;
+  for (let i = 0; text.length < chars; i++) text += ` ${rules[i % rules.length]}`;
+  return text.slice(0, Math.min(chars, MAX_MEMORY_TEXT));
+}
+
+function seed(now: number, scenario: MemoryScenario): { memories: Stored[]; history: Map<string, MemoryHistoryDto[]> } {
+  const history = new Map<string, MemoryHistoryDto[]>();
+  if (scenario === 'empty') return { memories: [], history };
+  const memories: Stored[] = [
+    memory({
+      id: 'm-home',
+      text: 'Lives in Lyon, France',
+      kind: 'fact',
+      subject: 'home_city',
+      importance: 0.8,
+      confidence: 0.9,
+      source: source('conversation', 'c-lisbon', 3),
+      created: now - 20 * DAY,
+      updated: now - 6 * DAY,
+      last_used: now - 2 * DAY,
+      use_count: 4,
+    }),
+    memory({
+      id: 'm-allergy',
+      text: 'Allergic to peanuts',
+      kind: 'fact',
+      subject: 'allergy',
+      importance: 1,
+      critical: true,
+      created: now - 40 * DAY,
+      updated: now - 40 * DAY + MINUTE,
+      last_used: now - HOUR,
+      use_count: 23,
+    }),
+    memory({
+      id: 'm-metric',
+      text: 'Prefers metric units (kilograms, Celsius, kilometres)',
+      kind: 'preference',
+      subject: 'units',
+      importance: 0.6,
+      pinned: true,
+      created: now - 12 * DAY,
+      updated: now - 12 * DAY + MINUTE,
+      last_used: now - 3 * HOUR,
+      use_count: 9,
+    }),
+    memory({
+      id: 'm-veg',
+      text: 'Eats vegetarian: no meat or fish',
+      kind: 'preference',
+      subject: 'diet',
+      importance: 0.7,
+      confidence: 0.8,
+      source: source('conversation', 'c-recipes', 1),
+      created: now - 2 * HOUR,
+      updated: now - 2 * HOUR,
+    }),
+    memory({
+      id: 'm-coffee',
+      text: 'Takes coffee black, no sugar',
+      kind: 'preference',
+      subject: 'coffee',
+      importance: 0.3,
+      source: source('import'),
+      created: now - 60 * DAY,
+      updated: now - 60 * DAY,
+      last_used: now - 9 * DAY,
+      use_count: 2,
+    }),
+    memory({
+      id: 'm-lisbon',
+      text: 'Planning a three-day trip to Lisbon',
+      kind: 'episode',
+      subject: 'trip',
+      importance: 0.5,
+      confidence: 0.85,
+      source: source('conversation', 'c-lisbon', 3),
+      created: now - 26 * HOUR,
+      updated: now - 26 * HOUR,
+      last_used: now - 25 * HOUR,
+      use_count: 1,
+    }),
+    memory({
+      id: 'm-race',
+      text: 'Ran the Lyon half marathon in October 2024, in 1:52',
+      kind: 'episode',
+      subject: 'running',
+      importance: 0.4,
+      source: source('file', null, null, '/home/alex/Documents/journal/2024-10.md'),
+      event_at: new Date(2024, 9, 20).getTime(),
+      created: now - 90 * DAY,
+      updated: now - 90 * DAY,
+    }),
+    memory({
+      id: 'm-brief',
+      text: 'Keep answers short and use bullet points',
+      kind: 'instruction',
+      importance: 0.9,
+      created: now - 30 * DAY,
+      updated: now - 30 * DAY,
+      last_used: now - 2 * HOUR,
+      use_count: 31,
+    }),
+    memory({
+      id: 'm-quick',
+      text: 'Suggest recipes that take under 30 minutes',
+      kind: 'instruction',
+      importance: 0.6,
+      confidence: 0.75,
+      source: source('conversation', 'c-recipes', 1),
+      created: now - 2 * HOUR + MINUTE,
+      updated: now - 2 * HOUR + MINUTE,
+    }),
+    memory({
+      id: 'm-nurse',
+      text: 'Works night shifts as a nurse',
+      kind: 'fact',
+      subject: 'job',
+      importance: 0.5,
+      confidence: 0.6,
+      source: source('conversation', 'c-lisbon', 3),
+      created: now - 25 * DAY,
+      updated: now - 3 * DAY,
+      status: 'removed',
+      removed_at: now - 3 * DAY,
+    }),
+  ];
+  history.set('m-home', [
+    entry('add', 'assistant', now - 20 * DAY, null, 'Lives in Paris'),
+    entry('update', 'assistant', now - 6 * DAY, 'Lives in Paris', 'Lives in Lyon, France'),
+  ]);
+  history.set('m-allergy', [
+    entry('add', 'user', now - 40 * DAY, null, 'Allergic to peanuts'),
+    entry('critical', 'user', now - 40 * DAY + MINUTE),
+  ]);
+  history.set('m-metric', [
+    entry('add', 'user', now - 12 * DAY, null, 'Prefers metric units (kilograms, Celsius, kilometres)'),
+    entry('pin', 'user', now - 12 * DAY + MINUTE),
+  ]);
+  history.set('m-veg', [entry('add', 'assistant', now - 2 * HOUR, null, 'Eats vegetarian: no meat or fish')]);
+  history.set('m-coffee', [
+    entry('add', 'user', now - 200 * DAY, null, 'Takes coffee black, no sugar'),
+    entry('import', 'import', now - 60 * DAY, null, 'Takes coffee black, no sugar'),
+  ]);
+  history.set('m-lisbon', [entry('add', 'assistant', now - 26 * HOUR, null, 'Planning a three-day trip to Lisbon')]);
+  history.set('m-race', [entry('add', 'assistant', now - 90 * DAY, null, 'Ran the Lyon half marathon in October 2024, in 1:52')]);
+  history.set('m-brief', [entry('add', 'user', now - 30 * DAY, null, 'Keep answers short and use bullet points')]);
+  history.set('m-quick', [entry('add', 'assistant', now - 2 * HOUR + MINUTE, null, 'Suggest recipes that take under 30 minutes')]);
+  history.set('m-nurse', [
+    entry('add', 'assistant', now - 25 * DAY, null, 'Works night shifts as a nurse'),
+    entry('remove', 'assistant', now - 3 * DAY),
+  ]);
+  if (scenario === 'near-budget') {
+    const rules = [
+      memory({
+        id: 'm-rules-cooking',
+        text: longRules('House rules for recipes', 1900),
+        kind: 'instruction',
+        pinned: true,
+        importance: 0.9,
+        created: now - 5 * DAY,
+        updated: now - 5 * DAY,
+        use_count: 12,
+        last_used: now - DAY,
+      }),
+      memory({
+        id: 'm-rules-plans',
+        text: longRules('House rules for meal plans', 1500),
+        kind: 'instruction',
+        pinned: true,
+        importance: 0.9,
+        created: now - 4 * DAY,
+        updated: now - 4 * DAY,
+      }),
+    ];
+    for (const rule of rules) {
+      memories.push(rule);
+      history.set(rule.id, [entry('add', 'user', rule.created, null, rule.text), entry('pin', 'user', rule.created + MINUTE)]);
+    }
+  }
+  return { memories, history };
+}
+
+export function createMemoryMock(options: {
+  scenario: MemoryScenario;
+  /** Only scenario `ok` learns after the second answer. */
+  learns: boolean;
+  emit: <K extends keyof Events>(event: K, payload: Events[K]) => Promise<void>;
+  /** How long after `chat_done` the `memory_updated` event comes. */
+  learnDelay: () => number;
+}): MemoryMock {
+  const seeded = seed(Date.now(), options.scenario);
+  let memories: Stored[] = seeded.memories;
+  const history = seeded.history;
+  let settings: MemorySettingsDto = { enabled: options.scenario !== 'off', extraction_paused: false };
+  let nextId = 1;
+  let answers = 0;
+
+  const now = (): number => Date.now();
+  const log = (id: string, item: MemoryHistoryDto): void => {
+    const list = history.get(id) ?? [];
+    list.push(item);
+    history.set(id, list);
+  };
+
+  function find(id: string): Stored {
+    const found = memories.find((m) => m.id === id);
+    if (!found) fail('not_found', `there is no memory ${id}`);
+    return found as Stored;
+  }
+
+  function checkText(text: string): string {
+    const trimmed = text.trim();
+    if (trimmed === '') fail('invalid_input', 'a memory cannot be empty');
+    if ([...trimmed].length > MAX_MEMORY_TEXT) fail('invalid_input', `a memory is at most ${MAX_MEMORY_TEXT} characters`);
+    return trimmed;
+  }
+
+  function checkKind(kind: string): string {
+    const k = kind.trim().toLowerCase();
+    if (!(KINDS as readonly string[]).includes(k)) fail('invalid_input', `unknown kind "${kind}": use fact, preference, episode or instruction`);
+    return k;
+  }
+
+  function insert(fields: Partial<Stored> & Pick<Stored, 'text' | 'kind'>, actor: string): Stored {
+    const at = now();
+    const created = fields.created ?? at;
+    const m = memory({ ...fields, id: `m-${(nextId++).toString(16).padStart(12, '0')}`, created, updated: at });
+    memories.push(m);
+    log(m.id, entry(actor === 'import' ? 'import' : 'add', actor, at, null, m.text));
+    return m;
+  }
+
+  /** The user's (or forget's) delete: real, leaving a tombstone. */
+  function purge(test: (m: Stored) => boolean): number {
+    const victims = memories.filter(test);
+    memories = memories.filter((m) => !test(m));
+    for (const m of victims) {
+      const list = (history.get(m.id) ?? []).map((h): MemoryHistoryDto => ({ ...h, old_text: null, new_text: null }));
+      list.push(entry('delete', 'user', now()));
+      history.set(m.id, list);
+    }
+    return victims.length;
+  }
+
+  function edit(id: string, text: string, actor: string): Stored {
+    const clean = checkText(text);
+    const m = find(id);
+    if (m.status === 'superseded') fail('not_found', `there is no memory ${id}`);
+    if (m.text !== clean) {
+      log(id, entry('update', actor, now(), m.text, clean));
+      m.text = clean;
+      m.updated = now();
+    }
+    return structuredClone(m);
+  }
+
+  function restore(id: string): Stored {
+    const m = find(id);
+    if (m.status !== 'removed') fail('invalid_input', `memory ${id} was not removed`);
+    m.status = 'active';
+    m.removed_at = null;
+    m.updated = now();
+    log(id, entry('restore', 'user', now()));
+    return structuredClone(m);
+  }
+
+  function setFlag(id: string, flag: 'pinned' | 'critical', on: boolean): Stored {
+    const m = find(id);
+    if (m[flag] !== on) {
+      m[flag] = on;
+      m.updated = now();
+      const op = flag === 'pinned' ? (on ? 'pin' : 'unpin') : on ? 'critical' : 'uncritical';
+      log(id, entry(op, 'user', now()));
+    }
+    return structuredClone(m);
+  }
+
+  /** The core's order: pinned, then critical, then most recently updated. */
+  const byImportance = (a: Stored, b: Stored): number =>
+    Number(b.pinned) - Number(a.pinned) || Number(b.critical) - Number(a.critical) || b.updated - a.updated;
+
+  const handlers: MemoryHandlers = {
+    list_memories: ({ kind, query, removed, pinned, critical, source: from_source, from, to }) => {
+      if (kind !== null) checkKind(kind);
+      let list = memories.filter(
+        (m) =>
+          m.status === (removed ? 'removed' : 'active') &&
+          (kind === null || m.kind === kind) &&
+          (pinned === null || m.pinned === pinned) &&
+          (critical === null || m.critical === critical) &&
+          (from_source === null || m.source.kind === from_source) &&
+          (from === null || m.created >= from) &&
+          (to === null || m.created < to),
+      );
+      const q = query === null ? [] : words(query);
+      if (q.length === 0) return structuredClone(list.sort(byImportance));
+      const scored = list
+        .map((m) => {
+          const text = m.text.toLowerCase();
+          return { m, score: q.filter((w) => text.includes(w)).length };
+        })
+        .filter((s) => s.score > 0)
+        .sort((a, b) => b.score - a.score || b.m.updated - a.m.updated);
+      list = scored.map((s) => s.m);
+      return structuredClone(list);
+    },
+    memory_counts: () => {
+      const active = memories.filter((m) => m.status === 'active');
+      const count = (kind: string): number => active.filter((m) => m.kind === kind).length;
+      return {
+        fact: count('fact'),
+        preference: count('preference'),
+        episode: count('episode'),
+        instruction: count('instruction'),
+        removed: memories.filter((m) => m.status === 'removed').length,
+        always_tokens: active.filter((m) => m.pinned || m.critical).reduce((sum, m) => sum + tokensFor(m), 0),
+        budget: MEMORY_BUDGET,
+      };
+    },
+    get_memory: ({ id }) => ({ memory: structuredClone(find(id)), history: structuredClone(history.get(id) ?? []) }),
+    add_memory: ({ text, kind, pinned, critical }) => {
+      const m = insert({ text: checkText(text), kind: checkKind(kind), pinned, critical }, 'user');
+      return structuredClone(m);
+    },
+    edit_memory: ({ id, text }) => edit(id, text, 'user'),
+    set_memory_pinned: ({ id, pinned }) => setFlag(id, 'pinned', pinned),
+    set_memory_critical: ({ id, critical }) => setFlag(id, 'critical', critical),
+    delete_memories: ({ ids }) => purge((m) => ids.includes(m.id)),
+    restore_memory: ({ id }) => restore(id),
+    empty_removed_memories: () => purge((m) => m.status === 'removed'),
+    forget_memories: ({ all, from, to }) => {
+      if (all) return purge(() => true);
+      if (from === null || to === null) return fail('invalid_input', 'say what to forget: everything, or a date range');
+      if (from >= to) fail('invalid_input', 'the start must come before the end');
+      return purge((m) => m.created >= from && m.created < (to as number));
+    },
+    export_memories: ({ format }) => {
+      if (format !== 'jsonl' && format !== 'md') fail('invalid_input', `unknown format "${format}": use jsonl or md`);
+      const date = new Date();
+      const day = `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}-${String(date.getDate()).padStart(2, '0')}`;
+      const count = memories.filter((m) => m.status === 'active' || (format === 'jsonl' && m.status === 'removed')).length;
+      return { path: `${EXPORT_DIR}/hearth-memories-${day}.${format}`, count };
+    },
+    import_memories: ({ content }) => {
+      type Item = { text: string; kind: string; line: Record<string, unknown> };
+      const items: Item[] = [];
+      content.split(/\r?\n/).forEach((raw, i) => {
+        if (raw.trim() === '') return;
+        let line: unknown;
+        try {
+          line = JSON.parse(raw);
+        } catch (error) {
+          fail('invalid_input', `line ${i + 1} is not a Hearth memory (${(error as Error).message})`);
+        }
+        const record = line as Record<string, unknown>;
+        if (typeof line !== 'object' || line === null || typeof record.text !== 'string' || typeof record.kind !== 'string') {
+          fail('invalid_input', `line ${i + 1} is not a Hearth memory (missing field \`text\` or \`kind\`)`);
+        }
+        if (record.schema !== EXPORT_SCHEMA) {
+          fail('invalid_input', `line ${i + 1} has schema ${JSON.stringify(record.schema ?? null)}, not ${EXPORT_SCHEMA}`);
+        }
+        const text = record.text as string;
+        if (text.trim() === '') fail('invalid_input', `line ${i + 1}: a memory cannot be empty`);
+        if (!(KINDS as readonly string[]).includes(record.kind as string)) {
+          fail('invalid_input', `line ${i + 1} is not a Hearth memory (unknown kind "${String(record.kind)}")`);
+        }
+        items.push({ text, kind: record.kind as string, line: record });
+      });
+      let added = 0;
+      let skipped = 0;
+      for (const item of items) {
+        if (memories.some((m) => m.status !== 'superseded' && normalize(m.text) === normalize(item.text))) {
+          skipped += 1;
+          continue;
+        }
+        const line = item.line;
+        const num = (value: unknown, fallback: number): number => (typeof value === 'number' ? value : fallback);
+        const m = insert(
+          {
+            text: item.text.trim(),
+            kind: item.kind,
+            subject: typeof line.subject === 'string' ? line.subject : null,
+            importance: num(line.importance, 0.5),
+            pinned: line.pinned === true,
+            critical: line.critical === true,
+            confidence: num(line.confidence, 1),
+            source: source('import'),
+            created: num(line.created, now()),
+          },
+          'import',
+        );
+        const exported = Array.isArray(line.history) ? (line.history as MemoryHistoryDto[]) : [];
+        const own = history.get(m.id) ?? [];
+        history.set(m.id, [...exported.map((h) => ({ ...h })), ...own]);
+        added += 1;
+      }
+      return { added, skipped };
+    },
+    get_memory_settings: () => ({ ...settings }),
+    set_memory_settings: ({ enabled, extractionPaused }) => {
+      settings = { enabled, extraction_paused: extractionPaused };
+      return { ...settings };
+    },
+    undo_memory_change: ({ change }) => {
+      switch (change.op) {
+        case 'add':
+          find(change.memory_id);
+          purge((m) => m.id === change.memory_id);
+          break;
+        case 'update':
+          if (change.old_text === null) fail('invalid_input', 'an update to undo needs its old text');
+          edit(change.memory_id, change.old_text as string, 'user');
+          break;
+        case 'remove':
+          restore(change.memory_id);
+          break;
+        default:
+          fail('invalid_input', `cannot undo "${change.op}"`);
+      }
+      return null;
+    },
+    count_conversation_memories: ({ conversationId }) =>
+      memories.filter((m) => m.source.conversation_id === conversationId).length,
+  };
+
+  /** The assistant's reconciliation after an exchange: one new memory, one changed one. */
+  async function learn(conversationId: string, messageId: number): Promise<void> {
+    const changes: MemoryChangeDto[] = [];
+    if (!memories.some((m) => normalize(m.text) === normalize(LEARNED_TEXT))) {
+      const added = insert(
+        { text: LEARNED_TEXT, kind: 'preference', importance: 0.5, confidence: 0.7, source: source('conversation', conversationId, messageId) },
+        'assistant',
+      );
+      changes.push({ memory_id: added.id, op: 'add', text: added.text, old_text: null });
+    }
+    const brief = memories.find((m) => m.id === 'm-brief' && m.status === 'active');
+    if (brief && brief.text !== UPDATED_BRIEF_TEXT) {
+      const old = brief.text;
+      edit(brief.id, UPDATED_BRIEF_TEXT, 'assistant');
+      changes.push({ memory_id: brief.id, op: 'update', text: UPDATED_BRIEF_TEXT, old_text: old });
+    }
+    if (changes.length === 0) return;
+    await options.emit('memory_updated', { conversation_id: conversationId, message_id: messageId, changes });
+  }
+
+  return {
+    handlers,
+    afterAnswer(conversationId, messageId) {
+      answers += 1;
+      if (!options.learns || answers !== 2 || !settings.enabled || settings.extraction_paused) return;
+      setTimeout(() => void learn(conversationId, messageId), options.learnDelay());
+    },
+    forgetConversation: (conversationId) => purge((m) => m.source.conversation_id === conversationId),
+    snapshot: () => structuredClone(memories),
+    async addElsewhere(text, kind) {
+      const m = insert({ text: checkText(text), kind: checkKind(kind) }, 'user');
+      await options.emit('store_changed', null);
+      return structuredClone(m);
+    },
+  };
+}
