@@ -30,4 +30,4 @@ lint:
 
 ## Benchmarks: prints numbers; never part of `make test`.
 bench:
-	cargo bench -p hearth-core --bench store --bench tokens --bench context
+	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed

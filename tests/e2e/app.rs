@@ -594,7 +594,13 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
     let list: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(list[0]["title"], "Good morning!");
     assert_eq!(list[0]["messages"], 2);
-    assert_eq!(server.seen().len(), 1);
+    // One chat request (learning from the exchange is a separate, structured request).
+    let chats = server
+        .seen()
+        .iter()
+        .filter(|s| s.body.get("response_format").is_none())
+        .count();
+    assert_eq!(chats, 1);
     let id = list[0]["id"].as_str().expect("id").to_owned();
     let mut show = Command::new(bin_dir().join("hearth"));
     show.args(["conversations", "show", &id, "--json"]);
@@ -700,6 +706,89 @@ async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window(
     .await;
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("quick-opened-in-main.png"), png).expect("save screenshot");
+    client.close().await.expect("end session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cli() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let sandbox = Sandbox::new();
+    let hearth = |args: &[&str]| -> Value {
+        let mut cli = Command::new(bin_dir().join("hearth"));
+        cli.args(args).arg("--json");
+        sandbox.apply(&mut cli, true);
+        let out = cli.output().expect("run cli");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    // The data folder exists before the app starts (the CLI creates it).
+    hearth(&["memory", "add", "Prefers trains over planes", "--kind", "preference"]);
+    let (_driver, port) = start_driver(&sandbox);
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    let nav = eventually("the Memory entry", || async {
+        client
+            .find(Locator::XPath("//nav//*[normalize-space()='Memory']"))
+            .await
+            .ok()
+    })
+    .await;
+    nav.click().await.expect("open Memory");
+    eventually("the first memory", || async {
+        let body = client.find(Locator::Css("main")).await.ok()?.text().await.ok()?;
+        body.contains("Prefers trains over planes").then_some(())
+    })
+    .await;
+
+    // Added by another process while the screen is open: it appears without a reload.
+    let added = hearth(&["memory", "add", "Allergic to peanuts", "--critical"]);
+    let id = added["id"].as_str().expect("id").to_owned();
+    let row = eventually("the memory added by the CLI", || async {
+        client
+            .find(Locator::Css(&format!("li[data-memory-id='{id}']")))
+            .await
+            .ok()
+    })
+    .await;
+    assert!(row.text().await.expect("row").contains("Allergic to peanuts"));
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("memory.png"), png).expect("save screenshot");
+
+    // Delete it on the screen; leaving the screen commits the delete (no undo any more).
+    row.find(Locator::XPath(".//button[contains(normalize-space(), 'Delete')]"))
+        .await
+        .expect("Delete button")
+        .click()
+        .await
+        .expect("delete");
+    client
+        .find(Locator::XPath("//nav//*[normalize-space()='Chat']"))
+        .await
+        .expect("Chat entry")
+        .click()
+        .await
+        .expect("leave Memory");
+    let mut left = Value::Null;
+    for _ in 0..100 {
+        left = hearth(&["memory", "list"]);
+        if left.as_array().is_some_and(|a| a.len() == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left.as_array().map(Vec::len), Some(1), "{left}");
+    assert_eq!(left[0]["text"], "Prefers trains over planes");
+    let mut show = Command::new(bin_dir().join("hearth"));
+    show.args(["memory", "show", &id, "--json"]);
+    sandbox.apply(&mut show, true);
+    let out = show.output().expect("run cli");
+    assert_eq!(out.status.code(), Some(1), "deleted for real");
     client.close().await.expect("end session");
 }
 
