@@ -721,11 +721,21 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
         cli.args(args).arg("--json");
         sandbox.apply(&mut cli, true);
         let out = cli.output().expect("run cli");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         serde_json::from_slice(&out.stdout).expect("json")
     };
     // The data folder exists before the app starts (the CLI creates it).
-    hearth(&["memory", "add", "Prefers trains over planes", "--kind", "preference"]);
+    hearth(&[
+        "memory",
+        "add",
+        "Prefers trains over planes",
+        "--kind",
+        "preference",
+    ]);
     let (_driver, port) = start_driver(&sandbox);
     let client = connect(port).await;
     eventually("the main window", || async {
@@ -741,7 +751,13 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
     .await;
     nav.click().await.expect("open Memory");
     eventually("the first memory", || async {
-        let body = client.find(Locator::Css("main")).await.ok()?.text().await.ok()?;
+        let body = client
+            .find(Locator::Css("main"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
         body.contains("Prefers trains over planes").then_some(())
     })
     .await;
@@ -756,17 +772,24 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
             .ok()
     })
     .await;
-    assert!(row.text().await.expect("row").contains("Allergic to peanuts"));
+    assert!(
+        row.text()
+            .await
+            .expect("row")
+            .contains("Allergic to peanuts")
+    );
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("memory.png"), png).expect("save screenshot");
 
     // Delete it on the screen; leaving the screen commits the delete (no undo any more).
-    row.find(Locator::XPath(".//button[contains(normalize-space(), 'Delete')]"))
-        .await
-        .expect("Delete button")
-        .click()
-        .await
-        .expect("delete");
+    row.find(Locator::XPath(
+        ".//button[contains(normalize-space(), 'Delete')]",
+    ))
+    .await
+    .expect("Delete button")
+    .click()
+    .await
+    .expect("delete");
     client
         .find(Locator::XPath("//nav//*[normalize-space()='Chat']"))
         .await

@@ -27,17 +27,33 @@ fn bench(c: &mut Criterion) {
     let store = Store::open(&opts).expect("open");
     let memories = Memories::new(store);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    let topics = ["Lisbon", "cycling", "jazz", "Python", "tea", "the dentist", "Porto", "sourdough"];
+    let topics = [
+        "Lisbon",
+        "cycling",
+        "jazz",
+        "Python",
+        "tea",
+        "the dentist",
+        "Porto",
+        "sourdough",
+    ];
     for i in 0..N {
         let kind = Kind::ALL[i % 4];
         let mut new = NewMemory::manual(
-            format!("User note {i}: likes {} and mentioned {} on day {}", topics[i % 8], topics[(i / 8) % 8], i % 365),
+            format!(
+                "User note {i}: likes {} and mentioned {} on day {}",
+                topics[i % 8],
+                topics[(i / 8) % 8],
+                i % 365
+            ),
             kind,
         );
         new.pinned = i % 1000 == 0;
         new.critical = i % 2500 == 1;
         let m = memories.add(new, Actor::User).expect("add");
-        memories.set_vector(&m.id, "bench-model", &unit(&mut rng)).expect("vector");
+        memories
+            .set_vector(&m.id, "bench-model", &unit(&mut rng))
+            .expect("vector");
     }
     let query = unit(&mut rng);
     let enc = Encoding::O200kBase;

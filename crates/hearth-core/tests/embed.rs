@@ -323,6 +323,20 @@ fn a_padded_batch_equals_one_text_at_a_time() {
 }
 
 #[test]
+fn many_texts_over_several_batches_come_back_in_the_order_given() {
+    let reference = reference();
+    let n = reference.texts.len();
+    // 70 texts: more than one batch of short texts, and long ones in batches of their own.
+    let texts: Vec<&str> = (0..70).map(|i| reference.texts[i % n].as_str()).collect();
+    let vectors = shared().embed(&texts).expect("embed");
+    assert_eq!(vectors.len(), texts.len());
+    for (i, v) in vectors.iter().enumerate() {
+        let c = cosine(v, &reference.vectors[i % n]);
+        assert!(c >= 0.9999, "text {i}: cosine {c}");
+    }
+}
+
+#[test]
 fn texts_are_cut_at_256_tokens_not_128() {
     let long = reference().texts[6].clone(); // 230 tokens
     let over = format!("{long} {long}");

@@ -351,6 +351,7 @@ pub(crate) fn open_connection(db_path: &Path, key: &DbKey, create: bool) -> Resu
         .map_err(|e| Error::sqlite(e, db_path))?;
     conn.execute_batch(
         "PRAGMA foreign_keys = ON;
+         PRAGMA cache_size = -32768;
          PRAGMA secure_delete = ON;
          PRAGMA temp_store = MEMORY;
          PRAGMA synchronous = NORMAL;",
