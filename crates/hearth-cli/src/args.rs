@@ -85,6 +85,11 @@ pub enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// Measure retrieval quality on public datasets.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
+    },
     /// Manage the database key.
     Key {
         #[command(subcommand)]
@@ -153,6 +158,22 @@ pub enum ProvidersCommand {
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Memory retrieval on LoCoMo: recall@5, recall@10 and MRR@10 for bm25, vector and
+    /// hybrid search, overall and per category (1–4).
+    ///
+    /// Builds one temporary store per conversation (each turn an episode dated by its
+    /// session) and searches it for every question with evidence. Conversations 26 and 30
+    /// are the tuning set; the other eight are reported, then all ten. Vector and hybrid
+    /// need the local embedding model (HEARTH_EMBED_MODEL_DIR or the Hugging Face cache).
+    Memory {
+        /// locomo10.zip, or a folder of its <id>.json files.
+        #[arg(long)]
+        locomo: std::path::PathBuf,
     },
 }
 

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use hearth_core::{Hearth, OpenOptions};
 
-use args::{Cli, Command, ConversationsCommand, KeyCommand};
+use args::{Cli, Command, ConversationsCommand, EvalCommand, KeyCommand};
 use output::{Failure, Out};
 
 fn main() -> ExitCode {
@@ -62,6 +62,9 @@ fn main() -> ExitCode {
         Command::Providers { command } => providers::run(&out, command),
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),
+        Command::Eval {
+            command: EvalCommand::Memory { locomo },
+        } => memory::eval(&out, &locomo),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

@@ -231,3 +231,66 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// `hearth eval memory --locomo PATH`
+pub fn eval(out: &Out, path: &std::path::Path) -> Result<(), Failure> {
+    use hearth_core::embed::{LocalEmbedder, ModelSource};
+    use hearth_core::memory::eval;
+    let conversations = eval::load(path)?;
+    let source = ModelSource::from_env();
+    let embedder = match source.find()? {
+        Some(_) => Some(LocalEmbedder::new(source)),
+        None => {
+            eprintln!(
+                "note: no local embedding model (set HEARTH_EMBED_MODEL_DIR); measuring bm25 only"
+            );
+            None
+        }
+    };
+    let work = tempfile_dir()?;
+    let rows = eval::run(
+        &conversations,
+        embedder
+            .as_ref()
+            .map(|e| e as &dyn hearth_core::embed::Embedder),
+        work.path(),
+    )?;
+    if out.json {
+        out.print_json(&rows);
+    } else {
+        println!("set       mode    category  questions  R@5    R@10   MRR@10");
+        for r in &rows {
+            let cat = r
+                .category
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "all".into());
+            println!(
+                "{:<9} {:<7} {:<9} {:>9}  {:.3}  {:.3}  {:.3}",
+                r.set, r.mode, cat, r.questions, r.recall_at_5, r.recall_at_10, r.mrr_at_10
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A private temporary folder, removed when dropped.
+fn tempfile_dir() -> Result<TempDir, Failure> {
+    let dir = std::env::temp_dir().join(format!("hearth-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::new("io", format!("cannot create {}: {e}", dir.display())))?;
+    Ok(TempDir(dir))
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -26,6 +26,8 @@ const COMMANDS: &[&[&str]] = &[
     &["memory", "forget"],
     &["memory", "export"],
     &["memory", "import"],
+    &["eval"],
+    &["eval", "memory"],
     &["models"],
     &["models", "list"],
     &["models", "set"],

@@ -21,6 +21,17 @@ use crate::tokens::Encoding;
 
 /// Reciprocal-rank-fusion constant.
 pub const RRF_K: f64 = 60.0;
+/// The vector side's weight in the fusion (BM25's is 1), tuned on LoCoMo conversations 26
+/// and 30 only. `HEARTH_VECTOR_WEIGHT` overrides it for experiments.
+pub const VECTOR_WEIGHT: f64 = 0.3;
+
+fn vector_weight() -> f64 {
+    std::env::var("HEARTH_VECTOR_WEIGHT")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(VECTOR_WEIGHT)
+}
+
 /// How many candidates each index offers.
 pub const CANDIDATES: usize = 50;
 
@@ -128,7 +139,7 @@ impl Memories {
                     let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], row_to_candidate)?;
                     for (rank, row) in rows.take(pool).enumerate() {
                         let (n, cand) = row?;
-                        found.entry(n).or_insert(cand).relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
+                        found.entry(n).or_insert(cand).relevance += vector_weight() / (RRF_K + rank as f64 + 1.0);
                     }
                 }
             }

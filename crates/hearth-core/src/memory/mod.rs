@@ -16,6 +16,7 @@
 //! extractor and the memory block live beside it and use it).
 
 pub mod block;
+pub mod eval;
 pub mod extract;
 pub mod transfer;
 
