@@ -7,6 +7,15 @@ cd "$here"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/hearth-target}
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# The shared target dir grows with every build; when the disk runs low, drop what is cheap to
+# rebuild (incremental caches) so a test run does not die of "No space left on device".
+mkdir -p "$CARGO_TARGET_DIR"
+free_kib=$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 { print $4 }')
+if [ "${free_kib:-0}" -lt $((15 * 1024 * 1024)) ]; then
+  echo "== Low on disk ($((free_kib / 1024)) MiB free): removing incremental build caches"
+  rm -rf "$CARGO_TARGET_DIR"/debug/incremental "$CARGO_TARGET_DIR"/release/incremental
+fi
+
 echo "== UI build"
 (cd ui && npm run build >/dev/null)
 
