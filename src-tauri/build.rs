@@ -45,6 +45,9 @@ fn main() {
         "get_memory_settings",
         "set_memory_settings",
         "undo_memory_change",
+        "get_embedding_status",
+        "set_embedding",
+        "download_embedding_model",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         panic!("tauri build step failed: {e:#}");

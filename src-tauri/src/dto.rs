@@ -428,6 +428,72 @@ pub struct MemorySettingsDto {
     pub extraction_paused: bool,
 }
 
+/// The embedding model behind memory search (Memory → settings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct EmbeddingStatusDto {
+    /// "local" | "off" | "provider".
+    pub kind: String,
+    /// With kind "provider": the provider's name and its model.
+    pub provider: Option<String>,
+    pub provider_model: Option<String>,
+    /// The choice as the CLI writes it: `local`, `off`, `PROVIDER:MODEL`.
+    pub label: String,
+    /// The model whose vectors search uses now; null: keyword-only.
+    pub model: Option<String>,
+    pub dimensions: Option<u32>,
+    /// The local model's files are on this computer.
+    pub local_model_on_disk: bool,
+    /// Memories that want a vector, and how many have one from `model`.
+    pub memories: u32,
+    pub embedded: u32,
+    /// The local model is being downloaded now.
+    pub downloading: bool,
+}
+
+impl EmbeddingStatusDto {
+    pub fn new(s: hearth_core::EmbeddingStatus, downloading: bool) -> Self {
+        use hearth_core::embed::EmbeddingChoice;
+        let (kind, provider, provider_model) = match s.choice {
+            EmbeddingChoice::Local => ("local", None, None),
+            EmbeddingChoice::Off => ("off", None, None),
+            EmbeddingChoice::Provider {
+                provider, model, ..
+            } => ("provider", Some(provider), Some(model)),
+        };
+        Self {
+            kind: kind.into(),
+            provider,
+            provider_model,
+            label: s.label,
+            model: s.model,
+            dimensions: s.dimensions.map(|d| d as u32),
+            local_model_on_disk: s.local_model_on_disk,
+            memories: s.memories as u32,
+            embedded: s.embedded as u32,
+            downloading,
+        }
+    }
+}
+
+/// Memories being given vectors by `model`: `done` of `total`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct EmbeddingProgressEvent {
+    pub model: String,
+    pub done: u32,
+    pub total: u32,
+}
+
+/// The local embedding model downloading: bytes of `file` so far, of `total` if known.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ModelDownloadEvent {
+    pub file: String,
+    pub done: f64,
+    pub total: Option<f64>,
+}
+
 /// A change the assistant made to memory after a turn (the "Memory updated" chip), with
 /// what undoing it needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
@@ -596,6 +662,21 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "MemorySettingsDto",
     ),
     ("undo_memory_change", "{ change: MemoryChangeDto }", "null"),
+    (
+        "get_embedding_status",
+        "Record<string, never>",
+        "EmbeddingStatusDto",
+    ),
+    (
+        "set_embedding",
+        "{ kind: string; provider: string | null; model: string | null }",
+        "EmbeddingStatusDto",
+    ),
+    (
+        "download_embedding_model",
+        "Record<string, never>",
+        "EmbeddingStatusDto",
+    ),
 ];
 
 /// Every event: name and TypeScript payload.
@@ -607,6 +688,8 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("chat_failed", "ChatFailedEvent"),
     ("open_conversation", "OpenConversationEvent"),
     ("memory_updated", "MemoryUpdatedEvent"),
+    ("embedding_progress", "EmbeddingProgressEvent"),
+    ("model_download_progress", "ModelDownloadEvent"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
@@ -617,6 +700,8 @@ const IMPORTS: &[&str] = &[
     "ChatTokenEvent",
     "ConversationDto",
     "DetectedServerDto",
+    "EmbeddingProgressEvent",
+    "EmbeddingStatusDto",
     "ErrorDto",
     "ExportResultDto",
     "ImportResultDto",
@@ -627,6 +712,7 @@ const IMPORTS: &[&str] = &[
     "MemorySettingsDto",
     "MemoryUpdatedEvent",
     "MessageDto",
+    "ModelDownloadEvent",
     "ModelInfoDto",
     "OpenConversationEvent",
     "PresetDto",

@@ -91,6 +91,9 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             memory_cmd::get_memory_settings,
             memory_cmd::set_memory_settings,
             memory_cmd::undo_memory_change,
+            memory_cmd::get_embedding_status,
+            memory_cmd::set_embedding,
+            memory_cmd::download_embedding_model,
         ])
         .on_window_event(windows::on_window_event)
         .setup(|app| {
@@ -105,6 +108,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 }),
                 turns: Mutex::new(std::collections::HashMap::new()),
                 next_turn: std::sync::atomic::AtomicU64::new(1),
+                downloading_model: std::sync::atomic::AtomicBool::new(false),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {
@@ -135,8 +139,10 @@ fn open_engine() -> (Result<Hearth, ErrorDto>, std::path::PathBuf) {
     (hearth, webview_dir)
 }
 
-/// Finishes learning jobs a previous run left (a crash, or a `hearth chat --no-wait`).
+/// Finishes learning and re-embedding jobs a previous run left (a crash, a `hearth chat
+/// --no-wait`, an embedding model changed with `--no-wait`).
 fn learn_leftovers(hearth: &Hearth) {
+    memory_cmd::reembed_in_background(hearth);
     let hearth = hearth.clone();
     tauri::async_runtime::spawn(async move {
         let slots = match hearth_core::providers::resolve_slots(hearth.store(), None, None) {
@@ -179,6 +185,16 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
                                     old_text: c.old_text,
                                 })
                                 .collect(),
+                        },
+                    );
+                }
+                Ok(Event::EmbeddingProgress { model, done, total }) => {
+                    let _ = app.emit(
+                        "embedding_progress",
+                        dto::EmbeddingProgressEvent {
+                            model,
+                            done: done as u32,
+                            total: total as u32,
                         },
                     );
                 }

@@ -3,11 +3,12 @@
 
 use hearth_core::memory::{self, Actor, Filter, Kind, Memories, Memory, NewMemory, Source};
 use hearth_core::tokens::Encoding;
-use tauri::State;
+use tauri::{AppHandle, Emitter, Runtime, State};
 
 use crate::dto::{
-    ErrorDto, ExportResultDto, ImportResultDto, MemoryChangeDto, MemoryCountsDto, MemoryDetailDto,
-    MemoryDto, MemoryHistoryDto, MemorySettingsDto, MemorySourceDto,
+    EmbeddingStatusDto, ErrorDto, ExportResultDto, ImportResultDto, MemoryChangeDto,
+    MemoryCountsDto, MemoryDetailDto, MemoryDto, MemoryHistoryDto, MemorySettingsDto,
+    MemorySourceDto, ModelDownloadEvent,
 };
 use crate::state::AppState;
 
@@ -400,4 +401,111 @@ pub async fn count_conversation_memories(
 ) -> Result<u32, ErrorDto> {
     let memories = memories(&state)?;
     blocking(move || memories.count_from_conversation(&conversation_id)).await
+}
+
+/// Gives memories vectors from the current embedding model, off the UI's way (progress
+/// goes out as `embedding_progress` events).
+pub(crate) fn reembed_in_background(hearth: &hearth_core::Hearth) {
+    let hearth = hearth.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        if let Err(e) = hearth.reembed(None) {
+            tracing::warn!(code = e.code(), "re-embedding memories stopped; will retry");
+        }
+    });
+}
+
+async fn embedding_status(state: &AppState) -> Result<EmbeddingStatusDto, ErrorDto> {
+    let hearth = state.hearth()?.clone();
+    let downloading = state
+        .downloading_model
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let s = blocking(move || hearth.embedding_status()).await?;
+    Ok(EmbeddingStatusDto::new(s, downloading))
+}
+
+#[tauri::command]
+pub async fn get_embedding_status(
+    state: State<'_, AppState>,
+) -> Result<EmbeddingStatusDto, ErrorDto> {
+    embedding_status(&state).await
+}
+
+/// Chooses the embedding model (`local`, `off`, or `provider` with its model); a
+/// provider's model is tried first. Memories are re-embedded in the background.
+#[tauri::command]
+pub async fn set_embedding(
+    state: State<'_, AppState>,
+    kind: String,
+    provider: Option<String>,
+    model: Option<String>,
+) -> Result<EmbeddingStatusDto, ErrorDto> {
+    use hearth_core::embed::EmbeddingChoice;
+    let choice = match kind.as_str() {
+        "local" => EmbeddingChoice::Local,
+        "off" => EmbeddingChoice::Off,
+        "provider" => match (provider, model) {
+            (Some(p), Some(m)) if !p.trim().is_empty() && !m.trim().is_empty() => {
+                EmbeddingChoice::Provider {
+                    provider: p.trim().to_owned(),
+                    model: m.trim().to_owned(),
+                    dimensions: 0,
+                }
+            }
+            _ => {
+                return Err(ErrorDto::new(
+                    "invalid_input",
+                    "choose a provider and type its embedding model",
+                ));
+            }
+        },
+        other => {
+            return Err(ErrorDto::new(
+                "invalid_input",
+                format!("unknown embedding choice {other:?}"),
+            ));
+        }
+    };
+    let hearth = state.hearth()?.clone();
+    let h = hearth.clone();
+    if blocking(move || h.set_embedding(choice)).await?.is_some() {
+        reembed_in_background(&hearth);
+    }
+    embedding_status(&state).await
+}
+
+/// Downloads the local embedding model once (progress as `model_download_progress`
+/// events), starts using it and embeds memories in the background.
+#[tauri::command]
+pub async fn download_embedding_model<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+) -> Result<EmbeddingStatusDto, ErrorDto> {
+    use std::sync::atomic::Ordering;
+    let hearth = state.hearth()?.clone();
+    if state.downloading_model.swap(true, Ordering::SeqCst) {
+        return Err(ErrorDto::new(
+            "busy",
+            "the embedding model is already downloading",
+        ));
+    }
+    let h = hearth.clone();
+    let result = blocking(move || {
+        let progress = move |file: &str, done: u64, total: Option<u64>| {
+            let _ = app.emit(
+                "model_download_progress",
+                ModelDownloadEvent {
+                    file: file.to_owned(),
+                    done: done as f64,
+                    total: total.map(|t| t as f64),
+                },
+            );
+        };
+        h.download_local_model(Some(&progress))
+    })
+    .await;
+    state.downloading_model.store(false, Ordering::SeqCst);
+    if result?.is_some() {
+        reembed_in_background(&hearth);
+    }
+    embedding_status(&state).await
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +19,8 @@ pub struct AppState {
     /// Turns streaming now, by id, so the UI can stop them.
     pub turns: Mutex<HashMap<u64, CancellationToken>>,
     pub next_turn: AtomicU64,
+    /// The local embedding model is downloading (one download at a time).
+    pub downloading_model: AtomicBool,
 }
 
 impl AppState {

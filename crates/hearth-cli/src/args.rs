@@ -85,6 +85,15 @@ pub enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// The embedding model behind memory search: show it, choose it, download the local one.
+    ///
+    /// Changing the model gives every memory a vector from the new one (a background job;
+    /// `use` and `download` wait for it with progress on stderr unless --no-wait).
+    /// Meanwhile memories stay findable by keyword; nothing is lost.
+    Embedding {
+        #[command(subcommand)]
+        command: EmbeddingCommand,
+    },
     /// Measure retrieval quality on public datasets.
     Eval {
         #[command(subcommand)]
@@ -315,4 +324,29 @@ pub enum KeyCommand {
     ///
     /// The key is checked against the database before it is stored.
     Import,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EmbeddingCommand {
+    /// The choice, the model in use, and how many memories have its vectors.
+    Show,
+    /// Choose the embedding model: `local` (all-MiniLM-L6-v2, run on this computer),
+    /// `off` (keyword search only), or PROVIDER:MODEL (a configured provider's
+    /// OpenAI-compatible embeddings API, e.g. ollama:nomic-embed-text).
+    ///
+    /// A provider's model is tried first and refused (exit 1) if it does not answer.
+    Use {
+        /// local | off | PROVIDER:MODEL
+        choice: String,
+        /// Do not wait for memories to be embedded (the app, or the next `use`, does it).
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Download the local model (about 90 MB, once, from Hugging Face or HF_ENDPOINT into
+    /// the Hugging Face cache) with progress on stderr, then embed memories with it.
+    Download {
+        /// Do not wait for memories to be embedded.
+        #[arg(long)]
+        no_wait: bool,
+    },
 }

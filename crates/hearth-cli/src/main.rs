@@ -3,6 +3,7 @@
 
 mod args;
 mod chat;
+mod embedding;
 mod key;
 mod memory;
 mod output;
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
         Command::Providers { command } => providers::run(&out, command),
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),
+        Command::Embedding { command } => embedding::run(&out, command),
         Command::Eval {
             command: EvalCommand::Memory { locomo },
         } => memory::eval(&out, &locomo),

@@ -15,4 +15,10 @@ pub enum Event {
         message: i64,
         changes: Vec<crate::memory::extract::Change>,
     },
+    /// Re-embedding memories with `model`: `done` of `total` have its vectors.
+    EmbeddingProgress {
+        model: String,
+        done: usize,
+        total: usize,
+    },
 }

@@ -10,7 +10,9 @@ use tokio::sync::broadcast;
 
 use crate::chat::{ChatOptions, ModelSlots, TurnOutcome};
 use crate::conversations::Conversations;
-use crate::embed::{Embedder, LocalEmbedder, ModelSource};
+use crate::embed::{
+    ApiEmbedder, Embedder, EmbedderSlot, EmbeddingChoice, LocalEmbedder, ModelSource, Progress,
+};
 use crate::events::Event;
 use crate::llm::{LlmClient, RetryPolicy, Timeouts};
 use crate::store::{ChangeWatcher, OpenOptions, Store};
@@ -37,8 +39,67 @@ struct Inner {
     _watcher: Option<ChangeWatcher>,
     sources: std::sync::Mutex<crate::chat::Sources>,
     liveness: Option<Liveness>,
-    /// The local embedding model, when its files are on this computer (loaded on first use).
-    embedder: Option<Arc<dyn Embedder>>,
+    /// The embedder the user chose, when it can be used (the local model only once its
+    /// files are on this computer; loaded on first use). Swapped when the choice changes.
+    embedder: EmbedderSlot,
+}
+
+/// The job that gives every memory a vector from the embedding model now in use.
+pub const REEMBED_JOB: &str = "memory_reembed";
+
+/// Memories embedded per step of a re-embedding (one progress event each).
+const REEMBED_BATCH: usize = 32;
+
+/// What `hearth embedding show` and the app's memory settings show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EmbeddingStatus {
+    /// The user's choice.
+    pub choice: EmbeddingChoice,
+    /// The choice as written on the command line (`local`, `off`, `PROVIDER:MODEL`).
+    pub label: String,
+    /// The model whose vectors search uses now; none: keyword-only.
+    pub model: Option<String>,
+    pub dimensions: Option<usize>,
+    /// The local model's files are on this computer.
+    pub local_model_on_disk: bool,
+    /// Memories that need a vector (active and recently removed).
+    pub memories: usize,
+    /// Of those, how many have one from `model`.
+    pub embedded: usize,
+}
+
+/// The embedder for `choice`, if it can be used now. Never downloads or calls the network.
+fn embedder_for(store: &Store, choice: &EmbeddingChoice) -> Option<Arc<dyn Embedder>> {
+    match choice {
+        EmbeddingChoice::Local => local_embedder_if_present(),
+        EmbeddingChoice::Off => None,
+        EmbeddingChoice::Provider {
+            provider,
+            model,
+            dimensions,
+        } => {
+            let providers = crate::providers::Providers::new(store.clone());
+            let made = providers
+                .get(provider)
+                .and_then(|cfg| {
+                    cfg.ok_or_else(|| {
+                        Error::NotFound(format!("provider {provider:?} (chosen for embeddings)"))
+                    })
+                })
+                .and_then(|cfg| providers.endpoint(&cfg))
+                .and_then(|p| ApiEmbedder::new(p, model.clone(), *dimensions));
+            match made {
+                Ok(e) => Some(Arc::new(e)),
+                Err(e) => {
+                    tracing::warn!(
+                        code = e.code(),
+                        "the chosen embedding provider cannot be used; memory search is keyword-only"
+                    );
+                    None
+                }
+            }
+        }
+    }
 }
 
 /// The local embedder if its model is already on disk: opening never downloads anything.
@@ -192,7 +253,10 @@ impl Hearth {
             Ok(n) => tracing::info!(n, "deleted memories removed more than 30 days ago"),
             Err(e) => tracing::warn!(error = %e, "could not empty old removed memories"),
         }
-        let embedder = local_embedder_if_present();
+        let choice: EmbeddingChoice = store
+            .setting(crate::embed::CHOICE_SETTING)?
+            .unwrap_or_default();
+        let embedder = EmbedderSlot::new(embedder_for(&store, &choice));
         let sources = crate::chat::Sources {
             memory: Some(Arc::new(crate::memory::block::MemoryBlockSource::new(
                 crate::memory::Memories::new(store.clone()),
@@ -265,7 +329,7 @@ impl Hearth {
             memories: crate::memory::Memories::new(self.inner.store.clone()),
             client: self.inner.llm.clone(),
             fast: fast.clone(),
-            embedder: self.inner.embedder.clone(),
+            embedder: self.inner.embedder.get(),
         };
         let mut all = Vec::new();
         loop {
@@ -310,7 +374,179 @@ impl Hearth {
 
     /// The embedder memory search uses, if any.
     pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
-        self.inner.embedder.clone()
+        self.inner.embedder.get()
+    }
+
+    /// The embedding choice, the model in use and how many memories have its vectors.
+    pub fn embedding_status(&self) -> Result<EmbeddingStatus> {
+        let store = &self.inner.store;
+        let choice: EmbeddingChoice = store
+            .setting(crate::embed::CHOICE_SETTING)?
+            .unwrap_or_default();
+        let embedder = self.inner.embedder.get();
+        let model = embedder.as_ref().map(|e| e.model_id().to_owned());
+        let (embedded, memories) = crate::memory::Memories::new(store.clone())
+            .vector_counts(model.as_deref().unwrap_or(""))?;
+        Ok(EmbeddingStatus {
+            label: choice.label(),
+            choice,
+            dimensions: embedder.as_ref().map(|e| e.dimensions()),
+            model,
+            local_model_on_disk: matches!(ModelSource::from_env().find(), Ok(Some(_))),
+            memories,
+            embedded: if embedder.is_some() { embedded } else { 0 },
+        })
+    }
+
+    /// Switches the embedder. A provider's model is tried first (its dimensions measured)
+    /// and refused if it does not answer; the local model must already be on disk (see
+    /// [`Hearth::download_local_model`]), else search stays keyword-only until it is.
+    /// Queues a re-embedding of every memory when the model changed and returns the job;
+    /// until it has run, memories without a new vector are still found by keyword, and
+    /// nothing is lost. Blocking (the probe is a network call).
+    pub fn set_embedding(
+        &self,
+        choice: EmbeddingChoice,
+    ) -> Result<Option<crate::store::jobs::JobId>> {
+        let store = &self.inner.store;
+        let (choice, embedder): (EmbeddingChoice, Option<Arc<dyn Embedder>>) = match choice {
+            EmbeddingChoice::Provider {
+                provider, model, ..
+            } => {
+                let providers = crate::providers::Providers::new(store.clone());
+                let cfg = providers.get(&provider)?.ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "provider {provider:?}; add it with `hearth providers add`"
+                    ))
+                })?;
+                let e = ApiEmbedder::detect(providers.endpoint(&cfg)?, model.clone())?;
+                let dimensions = e.dimensions();
+                (
+                    EmbeddingChoice::Provider {
+                        provider,
+                        model,
+                        dimensions,
+                    },
+                    Some(Arc::new(e)),
+                )
+            }
+            other => {
+                let e = embedder_for(store, &other);
+                (other, e)
+            }
+        };
+        store.set_setting(crate::embed::CHOICE_SETTING, &choice)?;
+        self.install_embedder(embedder)
+    }
+
+    /// Downloads the local model (once; with `progress` as bytes arrive) and, when the
+    /// choice is `local`, starts using it and queues the embedding of every memory.
+    /// Blocking.
+    pub fn download_local_model(
+        &self,
+        progress: Option<&Progress>,
+    ) -> Result<Option<crate::store::jobs::JobId>> {
+        let source = ModelSource::from_env();
+        source.resolve(progress)?;
+        let choice: EmbeddingChoice = self
+            .inner
+            .store
+            .setting(crate::embed::CHOICE_SETTING)?
+            .unwrap_or_default();
+        if choice != EmbeddingChoice::Local {
+            return Ok(None);
+        }
+        let already = self
+            .inner
+            .embedder
+            .get()
+            .is_some_and(|e| e.model_id() == crate::embed::MODEL_ID);
+        if already {
+            return Ok(None);
+        }
+        self.install_embedder(Some(Arc::new(LocalEmbedder::new(source))))
+    }
+
+    fn install_embedder(
+        &self,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Result<Option<crate::store::jobs::JobId>> {
+        let model = embedder.as_ref().map(|e| e.model_id().to_owned());
+        self.inner.embedder.set(embedder);
+        tracing::info!(
+            model = model.as_deref().unwrap_or("none"),
+            "embedding model set"
+        );
+        let Some(model) = model else { return Ok(None) };
+        let (embedded, total) =
+            crate::memory::Memories::new(self.inner.store.clone()).vector_counts(&model)?;
+        if embedded == total {
+            return Ok(None);
+        }
+        let job = self
+            .inner
+            .store
+            .jobs()
+            .enqueue(REEMBED_JOB, &serde_json::json!({ "model": model }))?;
+        Ok(Some(job))
+    }
+
+    /// Runs re-embedding jobs: `only` (the one a command started) or every runnable one.
+    /// Embeds memories lacking a vector from the model in use, a batch at a time, emitting
+    /// [`Event::EmbeddingProgress`] after each. A job for a model no longer in use ends at
+    /// once. A failure (the provider went away) leaves the job to be retried; memories
+    /// keep their text and stay findable by keyword. Returns how many were embedded. Blocking.
+    pub fn reembed(&self, only: Option<crate::store::jobs::JobId>) -> Result<usize> {
+        const LEASE: Duration = Duration::from_secs(300);
+        let jobs = self.inner.store.jobs();
+        let memories = crate::memory::Memories::new(self.inner.store.clone());
+        let mut done_now = 0;
+        loop {
+            let job = match only {
+                Some(id) => jobs.claim_id(id, LEASE)?,
+                None => jobs.claim(&[REEMBED_JOB], LEASE)?,
+            };
+            let Some(job) = job else { break };
+            let wanted = job.payload["model"].as_str().unwrap_or("").to_owned();
+            let embedder = self.inner.embedder.get();
+            let Some(embedder) = embedder.filter(|e| e.model_id() == wanted) else {
+                jobs.complete(job.id)?;
+                if only.is_some() {
+                    break;
+                }
+                continue;
+            };
+            let result = (|| -> Result<()> {
+                loop {
+                    let n = memories.embed_pending(embedder.as_ref(), REEMBED_BATCH)?;
+                    done_now += n;
+                    let (done, total) = memories.vector_counts(&wanted)?;
+                    let _ = self.inner.events.send(Event::EmbeddingProgress {
+                        model: wanted.clone(),
+                        done,
+                        total,
+                    });
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    jobs.heartbeat(job.id, LEASE)?;
+                }
+            })();
+            match result {
+                Ok(()) => jobs.complete(job.id)?,
+                Err(e) => {
+                    tracing::warn!(code = e.code(), "re-embedding memories failed; will retry");
+                    jobs.fail(job.id, e.code(), Duration::from_secs(60))?;
+                    if only.is_some() {
+                        return Err(e);
+                    }
+                }
+            }
+            if only.is_some() {
+                break;
+            }
+        }
+        Ok(done_now)
     }
 
     /// Searches active memories (hybrid when an embedder is at hand, else keyword), best
@@ -321,7 +557,7 @@ impl Hearth {
         filter: &crate::memory::Filter,
     ) -> Result<Vec<crate::memory::Memory>> {
         let memories = crate::memory::Memories::new(self.inner.store.clone());
-        let vector = match &self.inner.embedder {
+        let vector = match &self.inner.embedder.get() {
             Some(e) => {
                 memories.embed_pending(e.as_ref(), 256)?;
                 e.embed(&[query])

@@ -24,7 +24,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use events::Event;
-pub use hearth::{Hearth, Status};
+pub use hearth::{EmbeddingStatus, Hearth, REEMBED_JOB, Status};
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};
 pub use store::{OpenOptions, Passphrase};

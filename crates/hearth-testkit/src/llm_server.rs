@@ -3,7 +3,7 @@
 //! request it got (body and headers) and notices when a client hangs up mid-stream.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,6 +61,10 @@ struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     seen: Mutex<Vec<Seen>>,
     hung_up: AtomicBool,
+    embeddings_down: AtomicBool,
+    embedding_requests: AtomicUsize,
+    /// Requests `/v1/embeddings` still answers before it goes down (`None`: no limit).
+    embeddings_budget: Mutex<Option<usize>>,
 }
 
 /// The running server; stops when dropped.
@@ -89,6 +93,7 @@ impl LlmServer {
             .route("/v1/models", axum::routing::get(models))
             .route("/api/tags", axum::routing::get(ollama_tags))
             .route("/api/show", post(ollama_show))
+            .route("/v1/embeddings", post(embeddings))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -107,6 +112,21 @@ impl LlmServer {
     /// Every request so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.shared.seen.lock().expect("lock").clone()
+    }
+
+    /// From now on `/v1/embeddings` answers 503 (`true`) or works again (`false`).
+    pub fn set_embeddings_down(&self, down: bool) {
+        self.shared.embeddings_down.store(down, Ordering::SeqCst);
+    }
+
+    /// `/v1/embeddings` answers `n` more requests, then 503 until [`Self::set_embeddings_down`]`(false)`.
+    pub fn embeddings_fail_after(&self, n: usize) {
+        *self.shared.embeddings_budget.lock().expect("lock") = Some(n);
+    }
+
+    /// How many `/v1/embeddings` requests arrived.
+    pub fn embedding_requests(&self) -> usize {
+        self.shared.embedding_requests.load(Ordering::SeqCst)
     }
 
     /// True once a client closed a stream before it ended.
@@ -216,6 +236,77 @@ async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
     });
     axum::Json(json!({"object": "list", "data": [{"id": "gpt-4o-mini"}, {"id": "llama3.2"}]}))
         .into_response()
+}
+
+/// The embedding of `text` by the model `bow-<dims>`: a bag of words hashed into `dims`
+/// buckets (not normalized; clients normalize). Texts sharing words get close vectors.
+pub fn bag_of_words(text: &str, dims: usize) -> Vec<f32> {
+    let mut v = vec![0.0f32; dims.max(1)];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        // FNV-1a, so every run and every process agrees.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in word.to_lowercase().bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let bucket = (h % v.len() as u64) as usize;
+        v[bucket] += 1.0;
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        v[0] = 1.0;
+    }
+    v
+}
+
+/// OpenAI-compatible `/v1/embeddings`: model `bow-<dims>` embeds with [`bag_of_words`];
+/// any other model is unknown (404, as OpenAI answers).
+async fn embeddings(State(shared): State<Arc<Shared>>, raw: Bytes) -> Response {
+    shared.embedding_requests.fetch_add(1, Ordering::SeqCst);
+    {
+        let mut budget = shared.embeddings_budget.lock().expect("lock");
+        match *budget {
+            Some(0) => {
+                shared.embeddings_down.store(true, Ordering::SeqCst);
+                *budget = None;
+            }
+            Some(n) => *budget = Some(n - 1),
+            None => {}
+        }
+    }
+    if shared.embeddings_down.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "embeddings are down").into_response();
+    }
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    let model = body["model"].as_str().unwrap_or("");
+    let Some(dims) = model
+        .strip_prefix("bow-")
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|d| (1..=4096).contains(d))
+    else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": {"message": format!("model {model:?} not found"), "type": "invalid_request_error"}})),
+        )
+            .into_response();
+    };
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().unwrap_or("").to_owned())
+            .collect(),
+        _ => return (StatusCode::BAD_REQUEST, "input must be text").into_response(),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(
+            |(i, t)| json!({"object": "embedding", "index": i, "embedding": bag_of_words(t, dims)}),
+        )
+        .collect();
+    axum::Json(json!({"object": "list", "model": model, "data": data})).into_response()
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes) -> Response {

@@ -45,16 +45,40 @@ impl ApiEmbedder {
     /// Embeds with `model` of an OpenAI-compatible `provider` (base URL with `/v1`); every
     /// vector must have `dimensions` values. Anthropic has no embeddings API.
     pub fn new(provider: Provider, model: impl Into<String>, dimensions: usize) -> Result<Self> {
+        if dimensions == 0 {
+            return Err(Error::InvalidInput(
+                "embedding dimensions must be positive".into(),
+            ));
+        }
+        Self::build(provider, model.into(), dimensions)
+    }
+
+    /// Embeds with `model` of `provider`, measuring its dimensions with one short request.
+    /// Blocking, like [`Embedder::embed`]. Fails as that request does (unknown model,
+    /// wrong key, server down), so a bad choice is refused before it is saved.
+    pub fn detect(provider: Provider, model: impl Into<String>) -> Result<Self> {
+        let mut probe = Self::build(provider, model.into(), 0)?;
+        let dimensions = super::block_on(probe.request(&["Hearth checks the embedding size."]))?
+            .pop()
+            .map(|v| v.len())
+            .unwrap_or(0);
+        if dimensions == 0 {
+            return Err(LlmError::Protocol {
+                provider: probe.provider.name.clone(),
+                detail: format!("{} returned an empty embedding", probe.model),
+            }
+            .into());
+        }
+        probe.dimensions = dimensions;
+        Ok(probe)
+    }
+
+    fn build(provider: Provider, model: String, dimensions: usize) -> Result<Self> {
         if provider.protocol != Protocol::OpenAiCompatible {
             return Err(Error::InvalidInput(format!(
                 "{} has no OpenAI-compatible embeddings API; choose another provider for embeddings",
                 provider.name
             )));
-        }
-        if dimensions == 0 {
-            return Err(Error::InvalidInput(
-                "embedding dimensions must be positive".into(),
-            ));
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -64,7 +88,7 @@ impl ApiEmbedder {
             .map_err(|e| LlmError::Client(e.to_string()))?;
         Ok(ApiEmbedder {
             provider,
-            model: model.into(),
+            model,
             dimensions,
             http,
         })
@@ -140,7 +164,8 @@ impl ApiEmbedder {
             if i >= texts.len() || !vectors[i].is_empty() {
                 return Err(protocol(format!("an embedding has a wrong index ({i})")));
             }
-            if item.embedding.len() != self.dimensions {
+            // 0: being measured (`detect`).
+            if self.dimensions != 0 && item.embedding.len() != self.dimensions {
                 return Err(protocol(format!(
                     "{} returned {}-dimensional embeddings, not {}",
                     self.model,

@@ -9,6 +9,7 @@
 //! never logged.
 
 mod api;
+mod choice;
 mod error;
 mod local;
 mod source;
@@ -16,6 +17,7 @@ mod source;
 use std::future::Future;
 
 pub use api::ApiEmbedder;
+pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
 pub use error::EmbedError;
 pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID};
 pub use source::{HUB_REPO, ModelFiles, ModelSource, Progress};

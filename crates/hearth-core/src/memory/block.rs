@@ -8,14 +8,13 @@
 //! costs the same with 10 or 10,000 memories.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use rusqlite::params;
 
 use super::{Kind, Memories, fts_query};
 use crate::Result;
 use crate::context::MemorySource;
-use crate::embed::Embedder;
+use crate::embed::EmbedderSlot;
 use crate::time::{Millis, now_millis};
 use crate::tokens::Encoding;
 
@@ -275,11 +274,12 @@ pub fn build(
 /// last-used counters. Honours the "memory off" setting.
 pub struct MemoryBlockSource {
     memories: Memories,
-    embedder: Option<Arc<dyn Embedder>>,
+    embedder: EmbedderSlot,
 }
 
 impl MemoryBlockSource {
-    pub fn new(memories: Memories, embedder: Option<Arc<dyn Embedder>>) -> Self {
+    /// Reads `memories`, embedding with whatever `embedder` holds at each turn.
+    pub fn new(memories: Memories, embedder: EmbedderSlot) -> Self {
         Self { memories, embedder }
     }
 }
@@ -294,12 +294,13 @@ impl MemorySource for MemoryBlockSource {
         if !super::settings(self.memories.store())?.enabled || !self.memories.any_active()? {
             return Ok(None);
         }
-        if let Some(e) = &self.embedder
+        let embedder = self.embedder.get();
+        if let Some(e) = &embedder
             && let Err(err) = self.memories.embed_pending(e.as_ref(), 64)
         {
             tracing::warn!(error = %err, "could not embed new memories");
         }
-        let vector = self.embedder.as_ref().and_then(|e| match e.embed(&[message]) {
+        let vector = embedder.as_ref().and_then(|e| match e.embed(&[message]) {
             Ok(mut v) => v.pop().map(|v| (e.model_id().to_owned(), v)),
             Err(err) => {
                 tracing::warn!(error = %err, "no query embedding; memory search is keyword-only");

@@ -703,6 +703,19 @@ impl Memories {
         })
     }
 
+    /// Memories that want a vector (not superseded): `(with one from model, all)`.
+    pub fn vector_counts(&self, model: &str) -> Result<(usize, usize)> {
+        let model = model.to_owned();
+        self.store.read_blocking(move |c| {
+            c.query_row(
+                "SELECT count(*) FILTER (WHERE embed_model = ?1), count(*)
+                   FROM memories WHERE status != 'superseded'",
+                [model],
+                |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
+            )
+        })
+    }
+
     /// How many active memories of each kind.
     pub fn counts(&self) -> Result<Vec<(Kind, u32)>> {
         self.store.read_blocking(|c| {
@@ -1250,6 +1263,37 @@ mod tests {
             2
         );
         assert!(memories.get(&a.id).expect("get").is_none());
+    }
+
+    #[test]
+    fn keyword_search_matches_other_forms_of_a_word() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let memories = Memories::new(open(tmp.path()));
+        for text in [
+            "Went hiking with Mel in the mountains",
+            "Paints landscapes on Sundays",
+        ] {
+            memories
+                .add(NewMemory::manual(text, Kind::Episode), Actor::User)
+                .expect("add");
+        }
+        let found = |q: &str| -> Vec<String> {
+            memories
+                .search(q, None, block::Mode::Bm25, 5)
+                .expect("search")
+                .into_iter()
+                .map(|c| c.text)
+                .collect()
+        };
+        assert_eq!(
+            found("when did she hike?"),
+            ["Went hiking with Mel in the mountains"]
+        );
+        assert_eq!(
+            found("her paintings of a landscape"),
+            ["Paints landscapes on Sundays"]
+        );
+        assert!(found("zebra").is_empty());
     }
 
     #[test]

@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory",
         sql: include_str!("migrations/0008_memory.sql"),
     },
+    Migration {
+        version: 9,
+        name: "memory stemming",
+        sql: include_str!("migrations/0009_memory_stemming.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

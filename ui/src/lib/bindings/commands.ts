@@ -5,6 +5,8 @@ import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
 import type { ConversationDto } from "./ConversationDto";
 import type { DetectedServerDto } from "./DetectedServerDto";
+import type { EmbeddingProgressEvent } from "./EmbeddingProgressEvent";
+import type { EmbeddingStatusDto } from "./EmbeddingStatusDto";
 import type { ErrorDto } from "./ErrorDto";
 import type { ExportResultDto } from "./ExportResultDto";
 import type { ImportResultDto } from "./ImportResultDto";
@@ -15,6 +17,7 @@ import type { MemoryDto } from "./MemoryDto";
 import type { MemorySettingsDto } from "./MemorySettingsDto";
 import type { MemoryUpdatedEvent } from "./MemoryUpdatedEvent";
 import type { MessageDto } from "./MessageDto";
+import type { ModelDownloadEvent } from "./ModelDownloadEvent";
 import type { ModelInfoDto } from "./ModelInfoDto";
 import type { OpenConversationEvent } from "./OpenConversationEvent";
 import type { PresetDto } from "./PresetDto";
@@ -71,6 +74,9 @@ export type Commands = {
   get_memory_settings: { args: Record<string, never>; result: MemorySettingsDto };
   set_memory_settings: { args: { enabled: boolean; extractionPaused: boolean }; result: MemorySettingsDto };
   undo_memory_change: { args: { change: MemoryChangeDto }; result: null };
+  get_embedding_status: { args: Record<string, never>; result: EmbeddingStatusDto };
+  set_embedding: { args: { kind: string; provider: string | null; model: string | null }; result: EmbeddingStatusDto };
+  download_embedding_model: { args: Record<string, never>; result: EmbeddingStatusDto };
 };
 
 /** Every event the shell emits and its payload. */
@@ -82,6 +88,8 @@ export type Events = {
   chat_failed: ChatFailedEvent;
   open_conversation: OpenConversationEvent;
   memory_updated: MemoryUpdatedEvent;
+  embedding_progress: EmbeddingProgressEvent;
+  model_download_progress: ModelDownloadEvent;
 };
 
 /** What a failed command rejects with. */

@@ -1,0 +1,211 @@
+//! Choosing the embedding model from the command line: a provider's embeddings API (the
+//! scripted server's bag-of-words model), re-embedding every memory with progress, keyword
+//! search meanwhile, a model that does not answer refused, and back to the local model.
+
+use std::process::Output;
+
+use hearth_testkit::llm_server::*;
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+async fn run(home: &Home, server: &LlmServer, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.push("--json");
+    output(home.cmd(server, &all)).await
+}
+
+async fn ok(home: &Home, server: &LlmServer, args: &[&str]) -> Value {
+    let out = run(home, server, args).await;
+    assert!(
+        out.status.success(),
+        "hearth {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+async fn add_provider(home: &Home, server: &LlmServer) {
+    let out = with_stdin(
+        home,
+        server,
+        &[
+            "providers",
+            "add",
+            "lab",
+            "--preset",
+            "custom",
+            "--url",
+            &server.base_url,
+            "--model",
+            "gpt-4o-mini",
+            "--json",
+        ],
+        "file",
+        "",
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn search_texts(list: &Value) -> Vec<String> {
+    list.as_array()
+        .expect("array")
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_to_a_providers_model_re_embeds_every_memory_and_loses_nothing() {
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    add_provider(&home, &server).await;
+    let facts = [
+        "Lives in Lisbon",
+        "Allergic to peanuts",
+        "Plays the cello on Tuesdays",
+        "Prefers short answers",
+        "Has a dog called Pico",
+    ];
+    for f in facts {
+        ok(&home, &server, &["memory", "add", f]).await;
+    }
+    let before = ok(&home, &server, &["embedding", "show"]).await;
+    assert_eq!(before["choice"]["kind"], "local");
+    assert_eq!(before["memories"], 5);
+
+    // A model the server does not have is refused, and nothing changes.
+    let out = run(&home, &server, &["embedding", "use", "lab:no-such-model"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = json_of(&out);
+    assert_eq!(err["error"]["code"], "provider_bad_request", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no-such-model"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&home, &server, &["embedding", "show"]).await["label"],
+        "local"
+    );
+
+    // Chosen with --no-wait: the job waits; keyword search still finds everything.
+    let queued = ok(
+        &home,
+        &server,
+        &["embedding", "use", "lab:bow-16", "--no-wait"],
+    )
+    .await;
+    assert_eq!(queued["status"]["model"], "bow-16");
+    assert_eq!(queued["status"]["dimensions"], 16, "measured by a probe");
+    assert_eq!(queued["status"]["embedded"], 0);
+    assert!(queued["job"].is_i64(), "{queued}");
+    let meanwhile = ok(&home, &server, &["memory", "list", "--query", "cello"]).await;
+    assert_eq!(search_texts(&meanwhile), ["Plays the cello on Tuesdays"]);
+
+    // The provider goes away: the command fails clearly, the memories are all there.
+    server.set_embeddings_down(true);
+    let out = run(&home, &server, &["embedding", "use", "lab:bow-16"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        ok(&home, &server, &["memory", "list"])
+            .await
+            .as_array()
+            .map(Vec::len),
+        Some(5)
+    );
+
+    // Back up: waiting embeds them all, with progress on stderr.
+    server.set_embeddings_down(false);
+    let requests = server.embedding_requests();
+    let out = run(&home, &server, &["embedding", "use", "lab:bow-16"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = json_of(&out);
+    assert_eq!(done["status"]["embedded"], 5, "{done}");
+    assert_eq!(done["status"]["memories"], 5);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("embedding memories with bow-16: 5/5"),
+        "progress on stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(server.embedding_requests() > requests);
+
+    // A memory added later has no vector yet (it gets one at the next search, turn or
+    // `use`); using the same model again embeds only that one.
+    ok(&home, &server, &["memory", "add", "Grows tomatoes"]).await;
+    let status = ok(&home, &server, &["embedding", "show"]).await;
+    assert_eq!(
+        (status["embedded"].as_u64(), status["memories"].as_u64()),
+        (Some(5), Some(6))
+    );
+    let again = ok(&home, &server, &["embedding", "use", "lab:bow-16"]).await;
+    assert_eq!(again["embedded"], 1, "only the new one: {again}");
+    assert_eq!(again["status"]["embedded"], 6);
+
+    // Off: keyword only, no calls.
+    let off = ok(&home, &server, &["embedding", "use", "off"]).await;
+    assert_eq!(off["status"]["model"], Value::Null);
+    let requests = server.embedding_requests();
+    let found = ok(&home, &server, &["memory", "list", "--query", "peanuts"]).await;
+    assert_eq!(search_texts(&found), ["Allergic to peanuts"]);
+    assert_eq!(server.embedding_requests(), requests);
+
+    // Back to the local model (installed for tests): all six re-embedded with it.
+    let local = ok(&home, &server, &["embedding", "use", "local"]).await;
+    assert_eq!(local["status"]["model"], "all-MiniLM-L6-v2");
+    assert_eq!(local["status"]["dimensions"], 384);
+    assert_eq!(local["status"]["embedded"], 6, "{local}");
+    assert_eq!(local["embedded"], 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_choices_are_usage_errors_with_a_clear_message() {
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    let out = run(&home, &server, &["embedding", "use", "nonsense"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = json_of(&out);
+    assert_eq!(err["error"]["code"], "invalid_input");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("PROVIDER:MODEL")
+    );
+    let out = run(&home, &server, &["embedding", "use", "ghost:bow-8"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        json_of(&out)["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ghost"),
+    );
+}

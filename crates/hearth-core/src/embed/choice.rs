@@ -1,0 +1,144 @@
+//! Which embedder the user chose, and the handle the engine shares so the choice can
+//! change while the app runs.
+
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+
+use super::Embedder;
+use crate::{Error, Result};
+
+/// The setting that holds the choice.
+pub const SETTING: &str = "embedding";
+
+/// Where vectors for memory (and file) search come from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EmbeddingChoice {
+    /// all-MiniLM-L6-v2 run in-process (used once its files are on this computer).
+    #[default]
+    Local,
+    /// A provider's embeddings API; `dimensions` is measured when the choice is made.
+    Provider {
+        provider: String,
+        model: String,
+        dimensions: usize,
+    },
+    /// No vectors: search is keyword-only.
+    Off,
+}
+
+impl EmbeddingChoice {
+    /// Parses `local`, `off` or `PROVIDER:MODEL` (dimensions still to be measured: 0).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim() {
+            "local" => Ok(EmbeddingChoice::Local),
+            "off" | "none" => Ok(EmbeddingChoice::Off),
+            other => match other.split_once(':') {
+                Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => {
+                    Ok(EmbeddingChoice::Provider {
+                        provider: p.trim().to_owned(),
+                        model: m.trim().to_owned(),
+                        dimensions: 0,
+                    })
+                }
+                _ => Err(Error::InvalidInput(format!(
+                    "unknown embedding choice {other:?}: use local, off, or PROVIDER:MODEL"
+                ))),
+            },
+        }
+    }
+
+    /// How the choice is written on the command line.
+    pub fn label(&self) -> String {
+        match self {
+            EmbeddingChoice::Local => "local".into(),
+            EmbeddingChoice::Off => "off".into(),
+            EmbeddingChoice::Provider {
+                provider, model, ..
+            } => format!("{provider}:{model}"),
+        }
+    }
+}
+
+/// The embedder in use, shared by search, the memory block and learning; swapped when
+/// the user changes the choice or the local model finishes downloading.
+#[derive(Clone, Default)]
+pub struct EmbedderSlot(Arc<RwLock<Option<Arc<dyn Embedder>>>>);
+
+impl EmbedderSlot {
+    pub fn new(embedder: Option<Arc<dyn Embedder>>) -> Self {
+        EmbedderSlot(Arc::new(RwLock::new(embedder)))
+    }
+
+    /// The embedder now (none: keyword-only).
+    pub fn get(&self) -> Option<Arc<dyn Embedder>> {
+        self.0
+            .read()
+            .map(|e| e.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    pub fn set(&self, embedder: Option<Arc<dyn Embedder>>) {
+        match self.0.write() {
+            Ok(mut e) => *e = embedder,
+            Err(p) => *p.into_inner() = embedder,
+        }
+    }
+}
+
+impl std::fmt::Debug for EmbedderSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("EmbedderSlot")
+            .field(&self.get().map(|e| e.model_id().to_owned()))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_parse_and_print() {
+        assert_eq!(
+            EmbeddingChoice::parse("local").ok(),
+            Some(EmbeddingChoice::Local)
+        );
+        assert_eq!(
+            EmbeddingChoice::parse("off").ok(),
+            Some(EmbeddingChoice::Off)
+        );
+        let p = EmbeddingChoice::parse("ollama:nomic-embed-text:v1.5").ok();
+        assert_eq!(
+            p,
+            Some(EmbeddingChoice::Provider {
+                provider: "ollama".into(),
+                model: "nomic-embed-text:v1.5".into(),
+                dimensions: 0
+            })
+        );
+        assert_eq!(
+            p.map(|c| c.label()).as_deref(),
+            Some("ollama:nomic-embed-text:v1.5")
+        );
+        assert!(EmbeddingChoice::parse("ollama:").is_err());
+        assert!(EmbeddingChoice::parse("nonsense").is_err());
+    }
+
+    #[test]
+    fn the_setting_is_tagged_json() {
+        let json = serde_json::to_value(EmbeddingChoice::Provider {
+            provider: "p".into(),
+            model: "m".into(),
+            dimensions: 8,
+        })
+        .ok();
+        assert_eq!(
+            json,
+            Some(
+                serde_json::json!({"kind": "provider", "provider": "p", "model": "m", "dimensions": 8})
+            )
+        );
+    }
+}

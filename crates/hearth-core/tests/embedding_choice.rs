@@ -1,0 +1,137 @@
+//! Changing the embedding model: every memory is re-embedded by a durable job, a batch at a
+//! time with progress events; a provider that fails midway keeps what was done and loses
+//! nothing; the job resumes; search works throughout.
+
+use hearth_core::embed::EmbeddingChoice;
+use hearth_core::memory::block::Mode;
+use hearth_core::memory::{Actor, Kind, Memories, NewMemory};
+use hearth_core::providers::{NewProvider, Preset, Providers};
+use hearth_core::{Event, Hearth, KeyBackend};
+use hearth_testkit::llm_server::*;
+
+mod common;
+
+fn progress(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        if let Event::EmbeddingProgress { done, total, .. } = e {
+            out.push((done, total));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
+    let server = LlmServer::start(vec![]).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = common::options(tmp.path(), KeyBackend::File);
+    let base_url = server.base_url.clone();
+    let (hearth, mut rx, job) = tokio::task::spawn_blocking(move || {
+        let hearth = Hearth::open(&opts).expect("open");
+        Providers::new(hearth.store().clone())
+            .add(
+                NewProvider {
+                    name: "lab".into(),
+                    preset: Preset::parse("custom").expect("preset"),
+                    base_url: Some(base_url),
+                    model: Some("gpt-4o-mini".into()),
+                    fast_model: None,
+                    context_window: None,
+                },
+                None,
+            )
+            .expect("provider");
+        let memories = Memories::new(hearth.store().clone());
+        for i in 0..70 {
+            let text = if i == 42 {
+                "Plays the cello on Tuesdays".to_owned()
+            } else {
+                format!("Fact number {i} about the garden")
+            };
+            memories
+                .add(NewMemory::manual(text, Kind::Fact), Actor::User)
+                .expect("add");
+        }
+        let rx = hearth.subscribe();
+        let job = hearth
+            .set_embedding(EmbeddingChoice::parse("lab:bow-64").expect("choice"))
+            .expect("set");
+        (hearth, rx, job)
+    })
+    .await
+    .expect("join");
+    let job = job.expect("70 memories to embed: a job");
+    let status = hearth.embedding_status().expect("status");
+    assert_eq!(status.model.as_deref(), Some("bow-64"));
+    assert_eq!(status.dimensions, Some(64));
+    assert_eq!((status.embedded, status.memories), (0, 70));
+
+    // The provider answers one batch of 32, then fails.
+    server.embeddings_fail_after(1);
+    let h = hearth.clone();
+    let failed = tokio::task::spawn_blocking(move || h.reembed(Some(job)))
+        .await
+        .expect("join");
+    let err = failed.expect_err("the provider went down midway");
+    assert_eq!(err.code(), "provider_unavailable");
+    assert_eq!(
+        progress(&mut rx),
+        [(32, 70)],
+        "one batch done, then the failure"
+    );
+    let status = hearth.embedding_status().expect("status");
+    assert_eq!(
+        (status.embedded, status.memories),
+        (32, 70),
+        "the done batch is kept"
+    );
+
+    // Nothing lost: every memory is there, and found by keyword meanwhile.
+    let memories = Memories::new(hearth.store().clone());
+    let found = memories
+        .search("cello", None, Mode::Bm25, 5)
+        .expect("search");
+    assert_eq!(found[0].text, "Plays the cello on Tuesdays");
+    assert_eq!(memories.vector_counts("bow-64").expect("counts"), (32, 70));
+
+    // Back up: the failed job is retried later; running every runnable job (as the app
+    // does at start) finishes the rest once its retry time comes. Here a fresh job.
+    server.set_embeddings_down(false);
+    let h = hearth.clone();
+    let job = tokio::task::spawn_blocking(move || {
+        h.set_embedding(EmbeddingChoice::parse("lab:bow-64").expect("choice"))
+    })
+    .await
+    .expect("join")
+    .expect("set again")
+    .expect("38 left: a job");
+    let h = hearth.clone();
+    let n = tokio::task::spawn_blocking(move || h.reembed(Some(job)))
+        .await
+        .expect("join")
+        .expect("reembed");
+    assert_eq!(n, 38, "only the ones without a vector");
+    assert_eq!(progress(&mut rx), [(64, 70), (70, 70), (70, 70)]);
+    let status = hearth.embedding_status().expect("status");
+    assert_eq!((status.embedded, status.memories), (70, 70));
+
+    // The vectors are the provider's: a vector query finds the cello memory first.
+    let query = bag_of_words("plays cello on tuesdays", 64);
+    let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let query: Vec<f32> = query.iter().map(|x| x / norm).collect();
+    let found = memories
+        .search("", Some(("bow-64", &query)), Mode::Vector, 3)
+        .expect("vector search");
+    assert_eq!(found[0].text, "Plays the cello on Tuesdays");
+
+    // Off: no embedder, nothing queued; the vectors stay for when it comes back.
+    let h = hearth.clone();
+    let job = tokio::task::spawn_blocking(move || h.set_embedding(EmbeddingChoice::Off))
+        .await
+        .expect("join")
+        .expect("off");
+    assert_eq!(job, None);
+    assert!(hearth.embedder().is_none());
+    assert_eq!(memories.vector_counts("bow-64").expect("counts"), (70, 70));
+}
