@@ -205,8 +205,13 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
         texts(&removed),
         vec!["Send restaurant recommendations near Chicago address."]
     );
+    assert_eq!(
+        removed[0]["removal_awaits_consent"], true,
+        "the assistant's own removal is marked for the consent gate"
+    );
     let restored = hearth(&home, &server, &["memory", "restore", &recs]).await;
     assert_eq!(restored["status"], "active");
+    assert_eq!(restored["removal_awaits_consent"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,12 +261,14 @@ async fn an_id_that_was_not_offered_or_malformed_json_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_negation_is_never_merged_as_a_duplicate() {
-    // The model wrongly calls the contradiction a duplicate; the newer fact still wins.
+    // The pair passes the near-duplicate cosine test (0.93 with MiniLM, see the embed
+    // tests) but disagrees, so the model is asked; it wrongly calls the contradiction a
+    // duplicate, and the newer fact still wins.
     let script = Reply::Dynamic(Arc::new(|body: &Value| {
         match schema_name(body).as_deref() {
             Some("memory_extraction") => answer(
                 &json!({"memories": [
-                {"text": "User doesn't like cilantro.", "kind": "preference", "subject": null,
+                {"text": "User doesn't like cilantro in salads.", "kind": "preference", "subject": null,
                  "importance": 0.5, "critical": false, "event_date": null}], "forget": []})
                 .to_string(),
             ),
@@ -279,7 +286,7 @@ async fn a_negation_is_never_merged_as_a_duplicate() {
         &[
             "memory",
             "add",
-            "User likes cilantro.",
+            "User likes cilantro in salads.",
             "--kind",
             "preference",
         ],
@@ -291,22 +298,68 @@ async fn a_negation_is_never_merged_as_a_duplicate() {
         &[
             "chat",
             "--learn",
-            "Actually I can't stand cilantro anymore.",
+            "Actually I can't stand cilantro in salads anymore.",
         ],
     )
     .await;
     let list = hearth(&home, &server, &["memory", "list"]).await;
-    assert_eq!(texts(&list), vec!["User doesn't like cilantro."]);
+    assert_eq!(texts(&list), vec!["User doesn't like cilantro in salads."]);
     let shown = hearth(
         &home,
         &server,
         &["memory", "show", liked["id"].as_str().expect("id")],
     )
     .await;
+    assert!(shown["history"].as_array().is_some_and(|h| {
+        h.iter()
+            .any(|e| e["old_text"] == "User likes cilantro in salads.")
+    }));
     assert!(
-        shown["history"]
-            .as_array()
-            .is_some_and(|h| h.iter().any(|e| e["old_text"] == "User likes cilantro."))
+        server
+            .seen()
+            .iter()
+            .any(|r| schema_name(&r.body).as_deref() == Some("reconciliation")),
+        "a contradiction is not merged without asking"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_near_duplicate_that_agrees_merges_without_asking_the_model() {
+    let script = Reply::Dynamic(Arc::new(|body: &Value| {
+        match schema_name(body).as_deref() {
+            Some("memory_extraction") => answer(
+                &json!({"memories": [
+                {"text": "The user lives in Lisbon, Portugal", "kind": "fact", "subject": "home_city",
+                 "importance": 0.7, "critical": false, "event_date": null}], "forget": []})
+                .to_string(),
+            ),
+            Some(_) => answer(r#"{"action": "ADD", "id": null, "text": null, "reason": "new"}"#),
+            None => answer("Lovely city."),
+        }
+    }));
+    let server = LlmServer::start(vec![script.clone(), script.clone(), script]).await;
+    let home = Home::new();
+    hearth(
+        &home,
+        &server,
+        &["memory", "add", "User lives in Lisbon, Portugal."],
+    )
+    .await;
+    let out = hearth(
+        &home,
+        &server,
+        &["chat", "--learn", "I live in Lisbon, you know."],
+    )
+    .await;
+    assert_eq!(out["memory_changes"], json!([]), "{out}");
+    let list = hearth(&home, &server, &["memory", "list"]).await;
+    assert_eq!(texts(&list), vec!["User lives in Lisbon, Portugal."]);
+    assert!(
+        !server
+            .seen()
+            .iter()
+            .any(|r| schema_name(&r.body).as_deref() == Some("reconciliation")),
+        "merged without a reconciliation call"
     );
 }
 

@@ -788,3 +788,46 @@ fn anthropic_has_no_embeddings_api() {
     let err = ApiEmbedder::new(provider, "claude", 1024).expect_err("no embeddings");
     assert_eq!(err.code(), "invalid_input");
 }
+
+/// The near-duplicate test of memory reconciliation (cosine ≥ 0.92) is a candidate test,
+/// not proof: with this model a paraphrase passes it, and so do a negation and a changed
+/// number, which is why a merge also needs the texts to agree.
+#[test]
+fn near_duplicate_cosine_admits_paraphrases_and_also_contradictions() {
+    use hearth_core::memory::extract::{NEAR_DUPLICATE, agree};
+    let embedder = LocalEmbedder::new(ModelSource::dir(model_dir()));
+    let cos = |a: &str, b: &str| -> f32 {
+        let v = embedder.embed(&[a, b]).expect("embed");
+        v[0].iter().zip(&v[1]).map(|(x, y)| x * y).sum()
+    };
+    let pairs = [
+        (
+            "User lives in Lisbon, Portugal.",
+            "The user lives in Lisbon, Portugal",
+            true,
+        ),
+        (
+            "User likes cilantro in salads.",
+            "User doesn't like cilantro in salads.",
+            false,
+        ),
+        (
+            "User is allergic to peanuts.",
+            "User is not allergic to peanuts.",
+            false,
+        ),
+        ("User has 2 children.", "User has 3 children.", false),
+        (
+            "User runs 5 km every Sunday.",
+            "User runs 10 km every Sunday.",
+            false,
+        ),
+    ];
+    for (a, b, same) in pairs {
+        let c = cos(a, b);
+        println!("{c:.3}  {a} | {b}");
+        assert!(c >= NEAR_DUPLICATE, "{a:?} / {b:?}: cosine {c}");
+        assert_eq!(agree(a, b), same, "{a:?} / {b:?}");
+    }
+    assert!(cos("User likes cilantro.", "User plays the cello.") < NEAR_DUPLICATE);
+}

@@ -26,6 +26,10 @@ pub const JOB_KIND: &str = "memory_extract";
 pub const OFFERED: usize = 5;
 /// Most candidates taken from one exchange.
 pub const MAX_CANDIDATES: usize = 8;
+/// Cosine similarity from which a candidate may be a near-duplicate of an existing memory.
+/// A candidate test, not proof: "likes cilantro" and "doesn't like cilantro" pass it, so a
+/// merge also needs the two texts to agree ([`agree`]).
+pub const NEAR_DUPLICATE: f32 = 0.92;
 
 /// Instructions for extraction.
 pub const EXTRACT_PROMPT: &str = "You maintain a long-term memory of facts about the user of a personal assistant. \
@@ -216,6 +220,48 @@ pub fn contradicts(a: &str, b: &str) -> bool {
     shared * 2 >= smaller
 }
 
+const NUMBER_WORDS: &[&str] = &[
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "first", "second", "third", "once", "twice",
+];
+
+/// True when two near-identical texts say the same thing: same polarity and the same
+/// numbers ("has two kids" / "has three kids" differ in what matters).
+pub fn agree(a: &str, b: &str) -> bool {
+    let numbers = |t: &str| -> Vec<String> {
+        let mut n: Vec<String> = words(t)
+            .into_iter()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&w.as_str()))
+            .collect();
+        n.sort();
+        n
+    };
+    let negations = |t: &str| {
+        words(t)
+            .iter()
+            .filter(|w| NEGATIONS.contains(&w.as_str()))
+            .count()
+            % 2
+    };
+    !contradicts(a, b) && negations(a) == negations(b) && numbers(a) == numbers(b)
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let n = norm(a) * norm(b);
+    if n > f32::EPSILON { dot / n } else { 0.0 }
+}
+
+/// An existing memory offered for reconciliation.
+#[derive(Debug, Clone)]
+struct Offered {
+    id: String,
+    text: String,
+    /// Cosine similarity to the candidate, when an embedder is at hand.
+    cosine: Option<f32>,
+}
+
 /// Learns from one exchange and applies the result; returns the changes.
 pub struct Learner {
     pub memories: Memories,
@@ -250,8 +296,9 @@ impl Learner {
         Ok(parsed)
     }
 
-    /// The existing memories most similar to `text`, to offer by id.
-    async fn similar(&self, text: &str) -> Result<Vec<(String, String)>> {
+    /// The existing memories most similar to `text`, to offer by id, with their cosine
+    /// similarity to it when there is an embedder.
+    async fn similar(&self, text: &str) -> Result<Vec<Offered>> {
         let (memories, embedder, text) = (
             self.memories.clone(),
             self.embedder.clone(),
@@ -274,7 +321,25 @@ impl Learner {
                 Mode::Hybrid,
                 OFFERED,
             )?;
-            Ok(found.into_iter().map(|c| (c.id, c.text)).collect())
+            let cosines: Vec<Option<f32>> = match (&embedder, &vector) {
+                (Some(e), Some((_, v))) if !found.is_empty() => {
+                    let texts: Vec<&str> = found.iter().map(|c| c.text.as_str()).collect();
+                    match e.embed(&texts) {
+                        Ok(vs) => vs.iter().map(|o| Some(cosine(v, o))).collect(),
+                        Err(_) => vec![None; found.len()],
+                    }
+                }
+                _ => vec![None; found.len()],
+            };
+            Ok(found
+                .into_iter()
+                .zip(cosines)
+                .map(|(c, cosine)| Offered {
+                    id: c.id,
+                    text: c.text,
+                    cosine,
+                })
+                .collect())
         })
         .await
         .map_err(|e| Error::Task(e.to_string()))?
@@ -286,16 +351,25 @@ impl Learner {
         if offered.is_empty() {
             return Ok(Decision::Add(new));
         }
-        if let Some((id, _)) = offered
+        if let Some(o) = offered
             .iter()
-            .find(|(_, t)| normalize(t) == normalize(&new.text))
+            .find(|o| normalize(&o.text) == normalize(&new.text))
         {
-            tracing::debug!(%id, "candidate already stored verbatim");
+            tracing::debug!(id = %o.id, "candidate already stored verbatim");
+            return Ok(Decision::Noop);
+        }
+        // A near-duplicate that agrees merges into the memory already there, without asking
+        // the model; one that disagrees (a negation, another number) goes to the model.
+        if let Some(o) = offered
+            .iter()
+            .find(|o| o.cosine.is_some_and(|c| c >= NEAR_DUPLICATE) && agree(&o.text, &new.text))
+        {
+            tracing::debug!(id = %o.id, "candidate is a near-duplicate that agrees; merged");
             return Ok(Decision::Noop);
         }
         let existing: String = offered
             .iter()
-            .map(|(id, t)| format!("[{id}] {t}\n"))
+            .map(|o| format!("[{}] {}\n", o.id, o.text))
             .collect();
         let prompt = format!(
             "<data>\nEXISTING:\n{existing}NEW: {}\n</data>\nChoose the action.",
@@ -317,7 +391,10 @@ impl Learner {
         };
         let offered_id = |id: &Option<String>| -> Option<(String, String)> {
             let id = id.as_deref()?.trim().trim_matches(['[', ']']);
-            offered.iter().find(|(o, _)| o == id).cloned()
+            offered
+                .iter()
+                .find(|o| o.id == id)
+                .map(|o| (o.id.clone(), o.text.clone()))
         };
         let decision = match r.action.to_ascii_uppercase().as_str() {
             "ADD" => Decision::Add(new.clone()),
@@ -356,11 +433,11 @@ impl Learner {
         };
         // A contradiction never loses the newer fact, whatever the model said.
         if decision == Decision::Noop
-            && let Some((id, _)) = offered.iter().find(|(_, t)| contradicts(t, &new.text))
+            && let Some(o) = offered.iter().find(|o| contradicts(&o.text, &new.text))
         {
-            tracing::info!(%id, "a NOOP would keep a contradicted memory; updating it instead");
+            tracing::info!(id = %o.id, "a NOOP would keep a contradicted memory; updating it instead");
             return Ok(Decision::Update {
-                id: id.clone(),
+                id: o.id.clone(),
                 text: new.text,
             });
         }
@@ -375,7 +452,7 @@ impl Learner {
         }
         let existing: String = offered
             .iter()
-            .map(|(id, t)| format!("[{id}] {t}\n"))
+            .map(|o| format!("[{}] {}\n", o.id, o.text))
             .collect();
         let prompt = format!(
             "<data>\nEXISTING:\n{existing}NEW: The user asked to forget: {what}\n</data>\nIf one EXISTING memory is what the user asked to forget, answer DELETE with its id; otherwise NOOP."
@@ -394,8 +471,8 @@ impl Learner {
             Ok(r) if r.action.eq_ignore_ascii_case("DELETE") => {
                 let id = r.id.unwrap_or_default();
                 let id = id.trim().trim_matches(['[', ']']);
-                match offered.iter().find(|(o, _)| o == id) {
-                    Some((id, _)) => Ok(Decision::Forget { id: id.clone() }),
+                match offered.iter().find(|o| o.id == id) {
+                    Some(o) => Ok(Decision::Forget { id: o.id.clone() }),
                     None => {
                         tracing::warn!("a forget named an id that was not offered; skipped");
                         Ok(Decision::Noop)

@@ -179,6 +179,10 @@ pub struct Memory {
     pub removed_at: Option<Millis>,
     /// The model that made its vector (`None`: not embedded yet).
     pub embed_model: Option<String>,
+    /// Removed by the assistant on its own, not by the user: marked for the consent gate
+    /// (the user is asked, or restores it). Never set for the user's own removals.
+    #[serde(default)]
+    pub removal_awaits_consent: bool,
 }
 
 /// A new memory.
@@ -320,7 +324,7 @@ fn new_id() -> String {
 
 const COLUMNS: &str = "id, text, kind, subject, importance, pinned, critical, confidence, source_kind, \
     source_conversation, source_message, source_file, event_at, created_at, updated_at, last_used_at, \
-    use_count, status, removed_at, embed_model";
+    use_count, status, removed_at, embed_model, removal_awaits_consent";
 
 fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
     let source = match r.get::<_, String>(8)?.as_str() {
@@ -352,6 +356,7 @@ fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
         status: Status::parse(&r.get::<_, String>(17)?),
         removed_at: r.get(18)?,
         embed_model: r.get(19)?,
+        removal_awaits_consent: r.get(20)?,
     })
 }
 
@@ -519,8 +524,9 @@ pub(crate) fn remove_tx(
         .optional()?;
     if text.is_some() {
         tx.execute(
-            "UPDATE memories SET status = 'removed', removed_at = ?1, updated_at = ?1 WHERE id = ?2",
-            params![now_millis(), id],
+            "UPDATE memories SET status = 'removed', removed_at = ?1, updated_at = ?1,
+               removal_awaits_consent = ?3 WHERE id = ?2",
+            params![now_millis(), id, actor == Actor::Assistant],
         )?;
         log(tx, id, "remove", None, None, actor, source)?;
     }
@@ -843,8 +849,9 @@ impl Memories {
         self.store.write_blocking(move |c| {
             let tx = c.transaction()?;
             let n = tx.execute(
-                "UPDATE memories SET status = 'removed', removed_at = ?1, updated_at = ?1 WHERE id = ?2 AND status = 'active'",
-                params![now_millis(), id],
+                "UPDATE memories SET status = 'removed', removed_at = ?1, updated_at = ?1,
+                   removal_awaits_consent = ?3 WHERE id = ?2 AND status = 'active'",
+                params![now_millis(), id, actor == Actor::Assistant],
             )?;
             if n > 0 {
                 log(&tx, &id, "remove", None, None, actor, source.as_deref())?;
@@ -860,7 +867,8 @@ impl Memories {
         let n = self.store.write_blocking(move |c| {
             let tx = c.transaction()?;
             let n = tx.execute(
-                "UPDATE memories SET status = 'active', removed_at = NULL, updated_at = ?1 WHERE id = ?2 AND status = 'removed'",
+                "UPDATE memories SET status = 'active', removed_at = NULL, updated_at = ?1,
+                   removal_awaits_consent = 0 WHERE id = ?2 AND status = 'removed'",
                 params![now_millis(), id_owned],
             )?;
             if n > 0 {

@@ -174,7 +174,7 @@ impl Memories {
                 )?;
                 tx.execute(
                     "UPDATE memories SET updated_at = ?1, last_used_at = ?2, use_count = ?3, status = ?4,
-                       removed_at = ?5 WHERE id = ?6",
+                       removed_at = ?5, removal_awaits_consent = ?7 WHERE id = ?6",
                     params![
                         item.memory.updated,
                         item.memory.last_used,
@@ -184,7 +184,8 @@ impl Memories {
                             _ => "active",
                         },
                         item.memory.removed_at,
-                        id
+                        id,
+                        item.memory.status == Status::Removed && item.memory.removal_awaits_consent
                     ],
                 )?;
                 report.added += 1;

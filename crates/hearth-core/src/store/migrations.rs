@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory stemming",
         sql: include_str!("migrations/0009_memory_stemming.sql"),
     },
+    Migration {
+        version: 10,
+        name: "removal consent",
+        sql: include_str!("migrations/0010_removal_consent.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
