@@ -622,6 +622,122 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_turn_the_memory_updated_chip_lists_what_was_learned_and_undo_reaches_the_store() {
+    use hearth_testkit::llm_server::{LlmServer, Reply, stream, text_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    // The model answers the chat, and the learning request (a JSON-schema request from the
+    // fast slot) with two memories.
+    let script = Reply::Dynamic(std::sync::Arc::new(|body: &Value| {
+        let schema = body["response_format"]["json_schema"]["name"].as_str();
+        if schema == Some("memory_extraction") {
+            let extracted = serde_json::json!({"memories": [
+                {"text": "User moved to Lisbon.", "kind": "fact", "subject": "home_city",
+                 "importance": 0.8, "critical": false, "event_date": null},
+                {"text": "User prefers tea over coffee.", "kind": "preference", "subject": null,
+                 "importance": 0.5, "critical": false, "event_date": null}],
+                "forget": []});
+            stream(text_stream(&[&extracted.to_string()], None))
+        } else {
+            stream(text_stream(
+                &["Welcome to Lisbon! ", "Tea it is."],
+                Some((20, 6, 0)),
+            ))
+        }
+    }));
+    let server =
+        LlmServer::start(vec![script.clone(), script.clone(), script.clone(), script]).await;
+    let sandbox = Sandbox::new();
+    let (_driver, port) = start_driver_with(
+        &sandbox,
+        &[
+            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
+            ("HEARTH_MODEL", "gpt-4o-mini"),
+        ],
+    );
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    composer
+        .send_keys("I moved to Lisbon last month. And I prefer tea over coffee.")
+        .await
+        .expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    let chip = eventually("the Memory updated chip", || async {
+        let chip = client
+            .find(Locator::Css("[data-testid='memory-chip'] button.chip"))
+            .await
+            .ok()?;
+        let text = chip.text().await.ok()?;
+        text.contains("Memory updated").then_some(chip)
+    })
+    .await;
+    chip.click().await.expect("open the chip");
+    let changes = eventually("the learned changes", || async {
+        let panel = client
+            .find(Locator::Css("[data-testid='memory-chip'] .changes"))
+            .await
+            .ok()?;
+        let text = panel.text().await.ok()?;
+        (text.contains("User moved to Lisbon.") && text.contains("User prefers tea over coffee."))
+            .then_some(text)
+    })
+    .await;
+    assert!(changes.contains("Undo"), "{changes}");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("memory-chip.png"), png).expect("save screenshot");
+
+    // Undo the tea preference: the chip says so, and the store no longer has it.
+    client
+        .find(Locator::XPath(
+            "//li[contains(@class,'change')][contains(., 'tea over coffee')]//button[contains(@class,'undo')]",
+        ))
+        .await
+        .expect("the Undo of the tea change")
+        .click()
+        .await
+        .expect("undo");
+    eventually("the change to show Undone", || async {
+        let li = client
+            .find(Locator::XPath(
+                "//li[contains(@class,'change')][contains(., 'tea over coffee')]",
+            ))
+            .await
+            .ok()?;
+        li.text().await.ok()?.contains("Undone").then_some(())
+    })
+    .await;
+    client.close().await.expect("end session");
+    drop(_driver);
+
+    let mut cli = Command::new(bin_dir().join("hearth"));
+    cli.args(["memory", "list", "--json"]);
+    sandbox.apply(&mut cli, true);
+    let out = cli.output().expect("run cli");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let texts: Vec<&str> = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["User moved to Lisbon."]);
+    assert_eq!(list[0]["source"]["kind"], "conversation");
+    assert_eq!(list[0]["kind"], "fact");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window() {
     use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
     assert!(

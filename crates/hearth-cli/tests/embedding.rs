@@ -209,3 +209,150 @@ async fn bad_choices_are_usage_errors_with_a_clear_message() {
             .contains("ghost"),
     );
 }
+
+/// The installed model's files, to serve from a local hub.
+fn model_files() -> std::collections::HashMap<String, Vec<u8>> {
+    use hearth_core::embed::ModelSource;
+    let dir = std::env::var_os("HEARTH_EMBED_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".cache/hearth-models/minilm"))
+        })
+        .expect("HEARTH_EMBED_MODEL_DIR or HOME");
+    let files = ModelSource::dir(&dir)
+        .find()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            panic!(
+                "the embedding model is not at {} (scripts/fetch-model.sh)",
+                dir.display()
+            )
+        });
+    [
+        ("config.json", files.config),
+        ("tokenizer.json", files.tokenizer),
+        ("model.safetensors", files.weights),
+    ]
+    .into_iter()
+    .map(|(name, path)| {
+        (
+            name.to_owned(),
+            std::fs::read(path).expect("read model file"),
+        )
+    })
+    .collect()
+}
+
+/// `hearth` with no local model installed, downloading from `endpoint` into `cache`.
+fn without_model(
+    home: &Home,
+    server: &LlmServer,
+    args: &[&str],
+    endpoint: &str,
+    cache: &std::path::Path,
+) -> std::process::Command {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let mut cmd = home.cmd(server, &all);
+    cmd.env_remove("HEARTH_EMBED_MODEL_DIR")
+        .env("HF_HUB_CACHE", cache)
+        .env("HF_ENDPOINT", endpoint);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_downloads_once_with_progress_and_a_broken_download_changes_nothing() {
+    use hearth_testkit::hub::{HubMode, HubServer};
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    let cache = tempfile::tempdir().expect("cache");
+    for f in ["Lives in Lisbon", "Plays the cello"] {
+        ok(&home, &server, &["memory", "add", f]).await;
+    }
+
+    // A hub that breaks off the weights: a clear error, no model, nothing lost.
+    let broken = HubServer::start(
+        hearth_core::embed::HUB_REPO,
+        model_files(),
+        HubMode::BreakWeights,
+    )
+    .await;
+    let out = output(without_model(
+        &home,
+        &server,
+        &["embedding", "download"],
+        &broken.endpoint,
+        cache.path(),
+    ))
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = json_of(&out);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("download"),
+        "{err}"
+    );
+    let shown = json_of(
+        &output(without_model(
+            &home,
+            &server,
+            &["embedding", "show"],
+            &broken.endpoint,
+            cache.path(),
+        ))
+        .await,
+    );
+    assert_eq!(shown["model"], Value::Null, "keyword-only: {shown}");
+    assert_eq!(shown["local_model_on_disk"], false);
+    assert_eq!(shown["memories"], 2);
+
+    // A working hub: progress on stderr, then both memories embedded with it.
+    let hub = HubServer::start(hearth_core::embed::HUB_REPO, model_files(), HubMode::Serve).await;
+    let out = output(without_model(
+        &home,
+        &server,
+        &["embedding", "download"],
+        &hub.endpoint,
+        cache.path(),
+    ))
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("downloading model.safetensors"), "{stderr}");
+    let done = json_of(&out);
+    assert_eq!(done["status"]["model"], "all-MiniLM-L6-v2", "{done}");
+    assert_eq!(done["status"]["local_model_on_disk"], true);
+    assert_eq!(
+        (
+            done["status"]["embedded"].as_u64(),
+            done["embedded"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+    assert!(
+        stderr.contains("embedding memories with all-MiniLM-L6-v2: 2/2"),
+        "{stderr}"
+    );
+
+    // Once is enough: a second download asks the hub for nothing.
+    let requests = hub.requests();
+    let again = output(without_model(
+        &home,
+        &server,
+        &["embedding", "download"],
+        &hub.endpoint,
+        cache.path(),
+    ))
+    .await;
+    assert!(again.status.success());
+    assert_eq!(hub.requests(), requests);
+}

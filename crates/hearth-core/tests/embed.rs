@@ -6,21 +6,20 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Path as UrlPath, State};
+use axum::body::Bytes;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::response::IntoResponse;
+use axum::routing::post;
 use hearth_core::embed::{ApiEmbedder, Embedder, LocalEmbedder, ModelSource};
 use hearth_core::llm::{Protocol, Provider};
+use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
 use serde_json::{Value, json};
 use zeroize::Zeroizing;
 
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
-const COMMIT: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
 const REPO_DIR: &str = "models--sentence-transformers--all-MiniLM-L6-v2";
 
 // ---------------------------------------------------------------------------------------------
@@ -111,33 +110,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 // A hub on 127.0.0.1 serving the model files the way huggingface.co does: each
 // `/resolve/main/<file>` redirects (with `X-Repo-Commit`) to where the bytes are.
 
-#[derive(Clone, Copy)]
-enum HubMode {
-    Serve,
-    Status(StatusCode),
-    /// Serves the small files, then breaks off model.safetensors halfway.
-    BreakWeights,
-}
-
-#[derive(Clone)]
-struct Hub {
-    files: Arc<HashMap<String, Bytes>>,
-    mode: HubMode,
-    requests: Arc<AtomicUsize>,
-}
-
-struct HubServer {
-    endpoint: String,
-    requests: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for HubServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
+/// The hub serving the installed model's files.
 async fn start_hub(mode: HubMode) -> HubServer {
     let files = ModelSource::dir(model_dir())
         .find()
@@ -150,73 +123,10 @@ async fn start_hub(mode: HubMode) -> HubServer {
     {
         bytes.insert(
             name.to_string(),
-            Bytes::from(std::fs::read(path).expect("read model file")),
+            std::fs::read(path).expect("read model file"),
         );
     }
-    let hub = Hub {
-        files: Arc::new(bytes),
-        mode,
-        requests: Arc::new(AtomicUsize::new(0)),
-    };
-    let requests = hub.requests.clone();
-    let app = axum::Router::new()
-        .route(
-            "/sentence-transformers/all-MiniLM-L6-v2/resolve/main/{file}",
-            get(resolve),
-        )
-        .route("/cdn/{file}", get(cdn))
-        .with_state(hub);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    HubServer {
-        endpoint: format!("http://{addr}"),
-        requests,
-        task,
-    }
-}
-
-async fn resolve(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response {
-    hub.requests.fetch_add(1, Ordering::SeqCst);
-    if let HubMode::Status(code) = hub.mode {
-        return (code, "nope").into_response();
-    }
-    if !hub.files.contains_key(&file) {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    (
-        StatusCode::FOUND,
-        [
-            (header::LOCATION, format!("/cdn/{file}")),
-            (
-                header::HeaderName::from_static("x-repo-commit"),
-                COMMIT.to_owned(),
-            ),
-        ],
-    )
-        .into_response()
-}
-
-async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response {
-    hub.requests.fetch_add(1, Ordering::SeqCst);
-    let Some(bytes) = hub.files.get(&file).cloned() else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    if matches!(hub.mode, HubMode::BreakWeights) && file == "model.safetensors" {
-        let total = bytes.len();
-        let half = bytes.slice(..total / 2);
-        let chunks: Vec<Result<Bytes, std::io::Error>> =
-            vec![Ok(half), Err(std::io::Error::other("server went away"))];
-        return Response::builder()
-            .header(header::CONTENT_LENGTH, total)
-            .body(Body::from_stream(futures_util::stream::iter(chunks)))
-            .expect("response");
-    }
-    bytes.into_response()
+    HubServer::start(hearth_core::embed::HUB_REPO, bytes, mode).await
 }
 
 /// Progress reports per file: the last `(done, total)` seen, and how many reports.
@@ -535,18 +445,14 @@ async fn a_missing_model_is_downloaded_once_into_the_hf_cache_with_progress() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 
     // A second embedder on the same cache finds the files and asks the hub for nothing.
-    let before = hub.requests.load(Ordering::SeqCst);
+    let before = hub.requests();
     assert_eq!(before, 6, "three files, each a redirect and a download");
     let (second, progress) = embedder_with_progress(source);
     let again = embed_blocking(Arc::new(second), vec!["The cat sits on the mat."])
         .await
         .expect("embed from cache");
     assert!(cosine(&again[0], &vectors[0]) >= 0.99999);
-    assert_eq!(
-        hub.requests.load(Ordering::SeqCst),
-        before,
-        "no new requests"
-    );
+    assert_eq!(hub.requests(), before, "no new requests");
     assert!(
         progress.lock().expect("lock").is_empty(),
         "nothing downloaded"

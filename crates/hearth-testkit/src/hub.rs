@@ -1,0 +1,124 @@
+//! A model hub on 127.0.0.1 serving files the way huggingface.co does: each
+//! `/<repo>/resolve/main/<file>` redirects (with `X-Repo-Commit`) to where the bytes are.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// The commit the hub reports for every file.
+pub const COMMIT: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
+
+/// How the hub behaves.
+#[derive(Clone, Copy, Debug)]
+pub enum HubMode {
+    Serve,
+    /// Every `resolve` answers this status.
+    Status(StatusCode),
+    /// Serves the small files, then breaks off model.safetensors halfway.
+    BreakWeights,
+}
+
+#[derive(Clone)]
+struct Hub {
+    files: Arc<HashMap<String, Bytes>>,
+    mode: HubMode,
+    requests: Arc<AtomicUsize>,
+}
+
+/// The running hub; stops when dropped.
+pub struct HubServer {
+    /// What `HF_ENDPOINT` should be.
+    pub endpoint: String,
+    requests: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HubServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl HubServer {
+    /// Serves `files` (name → bytes) of the repository `repo` (e.g.
+    /// `sentence-transformers/all-MiniLM-L6-v2`).
+    pub async fn start(repo: &str, files: HashMap<String, Vec<u8>>, mode: HubMode) -> Self {
+        let hub = Hub {
+            files: Arc::new(
+                files
+                    .into_iter()
+                    .map(|(name, bytes)| (name, Bytes::from(bytes)))
+                    .collect(),
+            ),
+            mode,
+            requests: Arc::new(AtomicUsize::new(0)),
+        };
+        let requests = hub.requests.clone();
+        let app = axum::Router::new()
+            .route(&format!("/{repo}/resolve/main/{{file}}"), get(resolve))
+            .route("/cdn/{file}", get(cdn))
+            .with_state(hub);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        HubServer {
+            endpoint: format!("http://{addr}"),
+            requests,
+            task,
+        }
+    }
+
+    /// Requests so far (resolves and downloads).
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+async fn resolve(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response {
+    hub.requests.fetch_add(1, Ordering::SeqCst);
+    if let HubMode::Status(code) = hub.mode {
+        return (code, "nope").into_response();
+    }
+    if !hub.files.contains_key(&file) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    (
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, format!("/cdn/{file}")),
+            (
+                header::HeaderName::from_static("x-repo-commit"),
+                COMMIT.to_owned(),
+            ),
+        ],
+    )
+        .into_response()
+}
+
+async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response {
+    hub.requests.fetch_add(1, Ordering::SeqCst);
+    let Some(bytes) = hub.files.get(&file).cloned() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if matches!(hub.mode, HubMode::BreakWeights) && file == "model.safetensors" {
+        let total = bytes.len();
+        let half = bytes.slice(..total / 2);
+        let chunks: Vec<Result<Bytes, std::io::Error>> =
+            vec![Ok(half), Err(std::io::Error::other("server went away"))];
+        return Response::builder()
+            .header(header::CONTENT_LENGTH, total)
+            .body(Body::from_stream(futures_util::stream::iter(chunks)))
+            .expect("response");
+    }
+    bytes.into_response()
+}
