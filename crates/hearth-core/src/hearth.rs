@@ -62,7 +62,7 @@ pub struct EmbeddingStatus {
     pub dimensions: Option<usize>,
     /// The local model's files are on this computer.
     pub local_model_on_disk: bool,
-    /// Memories that need a vector (active and recently removed).
+    /// Active memories (recently removed ones get vectors too, uncounted).
     pub memories: usize,
     /// Of those, how many have one from `model`.
     pub embedded: usize,
@@ -493,7 +493,7 @@ impl Hearth {
 
     /// Runs re-embedding jobs: `only` (the one a command started) or every runnable one.
     /// Embeds memories lacking a vector from the model in use, a batch at a time, emitting
-    /// [`Event::EmbeddingProgress`] after each. A job for a model no longer in use ends at
+    /// [`Event::EmbeddingProgress`] at the start and after each. A job for a model no longer in use ends at
     /// once. A failure (the provider went away) leaves the job to be retried; memories
     /// keep their text and stay findable by keyword. Returns how many were embedded. Blocking.
     pub fn reembed(&self, only: Option<crate::store::jobs::JobId>) -> Result<usize> {
@@ -517,6 +517,12 @@ impl Hearth {
                 continue;
             };
             let result = (|| -> Result<()> {
+                let (done, total) = memories.vector_counts(&wanted)?;
+                let _ = self.inner.events.send(Event::EmbeddingProgress {
+                    model: wanted.clone(),
+                    done,
+                    total,
+                });
                 loop {
                     let n = memories.embed_pending(embedder.as_ref(), REEMBED_BATCH)?;
                     done_now += n;

@@ -77,8 +77,8 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
     assert_eq!(err.code(), "provider_unavailable");
     assert_eq!(
         progress(&mut rx),
-        [(32, 70)],
-        "one batch done, then the failure"
+        [(0, 70), (32, 70)],
+        "the start, one batch, then the failure"
     );
     let status = hearth.embedding_status().expect("status");
     assert_eq!(
@@ -112,7 +112,7 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
         .expect("join")
         .expect("reembed");
     assert_eq!(n, 38, "only the ones without a vector");
-    assert_eq!(progress(&mut rx), [(64, 70), (70, 70), (70, 70)]);
+    assert_eq!(progress(&mut rx), [(32, 70), (64, 70), (70, 70), (70, 70)]);
     let status = hearth.embedding_status().expect("status");
     assert_eq!((status.embedded, status.memories), (70, 70));
 

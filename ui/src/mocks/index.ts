@@ -15,6 +15,12 @@
  *   __hearthMock.setUndoDelay(ms)      how long the Memory screen offers Undo before deleting (default 10 s)
  *   __hearthMock.memories()            every stored memory (any status), a copy
  *   __hearthMock.addMemoryElsewhere(text, kind)  another process adds a memory (then store_changed)
+ *   __hearthMock.setEmbeddingDelay(ms) time between download / re-embedding events (default 60)
+ *   __hearthMock.holdEmbedding()       from now on each of those events waits for stepEmbedding()
+ *   __hearthMock.stepEmbedding(n)      let the next n events through (while held)
+ *   __hearthMock.releaseEmbedding()    stop holding: the rest run at the normal pace
+ *   __hearthMock.failNextDownload()    the next download_embedding_model fails halfway (DOWNLOAD_FAILURE)
+ *   __hearthMock.setEmbeddingElsewhere(kind, provider?, model?)  another process changes the search model
  *
  * Chat: `send_message` answers with MOCK_ANSWER_PIECES (or CODE_ANSWER_PIECES, Markdown with
  * a fenced code block, when the question is about code), emitted as a few `chat_token`
@@ -43,6 +49,10 @@
  * fallback answers), env-provider (HEARTH_PROVIDER_URL overrides the slots), memory-empty (ok
  * without any memory), memory-near-budget (ok plus long pinned memories that take more than
  * 80% of the memory budget), memory-off (ok with memory turned off).
+ *
+ * Search model (see ./embedding.ts): `?embedding=missing|local|provider|off` sets the
+ * embedding choice at start (default `missing`: local, not downloaded yet, keyword-only);
+ * download, re-embedding progress and a provider model that doesn't exist (`missing`).
  */
 import { clearMocks, mockIPC, mockWindows } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
@@ -65,6 +75,7 @@ import type { TurnInfoDto } from '../lib/bindings/TurnInfoDto';
 import type { ZonesDto } from '../lib/bindings/ZonesDto';
 import type { MemoryDto } from '../lib/bindings/MemoryDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
+import { createEmbeddingMock, embeddingStateFromLocation, type EmbeddingState } from './embedding';
 import { createMemoryMock, type MemoryScenario } from './memory';
 
 export const SCENARIOS = [
@@ -103,6 +114,12 @@ export type MockControl = {
   setUndoDelay(ms: number): void;
   memories(): MemoryDto[];
   addMemoryElsewhere(text: string, kind: string): Promise<MemoryDto>;
+  setEmbeddingDelay(ms: number): void;
+  holdEmbedding(): void;
+  stepEmbedding(count?: number): void;
+  releaseEmbedding(): void;
+  failNextDownload(): void;
+  setEmbeddingElsewhere(kind: 'local' | 'off' | 'provider', provider?: string, model?: string): Promise<void>;
 };
 
 /** A model server "running on this computer" for detect_local_servers. */
@@ -412,6 +429,7 @@ function windowLabelFromLocation(): 'main' | 'quick' {
 export function installMocks(
   scenario: Scenario,
   windowLabel: 'main' | 'quick' = windowLabelFromLocation(),
+  embeddingState: EmbeddingState = embeddingStateFromLocation(),
 ): MockControl {
   clearMocks();
 
@@ -484,6 +502,13 @@ export function installMocks(
     learnDelay: () => Math.min(chatDelay, 150),
   });
   let localServers: LocalServer[] = [structuredClone(OLLAMA_SERVER)];
+  // Active memories, as the core's vector_counts counts them.
+  const embedding = createEmbeddingMock({
+    state: embeddingState,
+    memories: () => memory.snapshot().filter((m) => m.status === 'active').length,
+    providerExists: (name) => providers.some((p) => p.name === name),
+    emit: (event, payload) => emit(event, payload),
+  });
 
   const fail = (code: string, message: string): never => {
     const error: ErrorDto = { code, message };
@@ -832,6 +857,7 @@ export function installMocks(
     },
 
     ...memory.handlers,
+    ...embedding.handlers,
   };
 
   const calls: IpcCall[] = [];
@@ -874,6 +900,12 @@ export function installMocks(
     setUndoDelay: (ms) => setUndoDelay(ms),
     memories: () => memory.snapshot(),
     addMemoryElsewhere: (text, kind) => memory.addElsewhere(text, kind),
+    setEmbeddingDelay: (ms) => embedding.setDelay(ms),
+    holdEmbedding: () => embedding.hold(),
+    stepEmbedding: (count) => embedding.step(count),
+    releaseEmbedding: () => embedding.release(),
+    failNextDownload: () => embedding.failNextDownload(),
+    setEmbeddingElsewhere: (kind, provider, model) => embedding.changeElsewhere(kind, provider, model),
   };
   window.__hearthMock = control;
   return control;

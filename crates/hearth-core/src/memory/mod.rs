@@ -709,13 +709,14 @@ impl Memories {
         })
     }
 
-    /// Memories that want a vector (not superseded): `(with one from model, all)`.
+    /// Active memories: `(with a vector from model, all)`. (Recently removed ones get
+    /// vectors too, so a restore finds them at once, but are not counted.)
     pub fn vector_counts(&self, model: &str) -> Result<(usize, usize)> {
         let model = model.to_owned();
         self.store.read_blocking(move |c| {
             c.query_row(
                 "SELECT count(*) FILTER (WHERE embed_model = ?1), count(*)
-                   FROM memories WHERE status != 'superseded'",
+                   FROM memories WHERE status = 'active'",
                 [model],
                 |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
             )
