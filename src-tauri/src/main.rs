@@ -1,6 +1,11 @@
 // No console window on Windows release builds.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+/// mimalloc keeps the pages of the embedder's large, short-lived tensors instead of
+/// returning them to the kernel on every free (see the workspace Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {

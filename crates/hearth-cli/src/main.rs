@@ -18,6 +18,11 @@ use hearth_core::{Hearth, OpenOptions};
 use args::{Cli, Command, ConversationsCommand, EvalCommand, KeyCommand};
 use output::{Failure, Out};
 
+/// mimalloc keeps the pages of the embedder's large, short-lived tensors instead of
+/// returning them to the kernel on every free (see the workspace Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let json_requested = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use hearth_core::embed::{Embedder, LocalEmbedder, ModelSource};
 
+/// As in the binaries (the CLI and the app): see the workspace Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const BATCH: usize = 64;
 
 fn model_dir() -> PathBuf {
