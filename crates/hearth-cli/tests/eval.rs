@@ -77,10 +77,11 @@ fn locomo_recall_is_measured_for_every_mode_and_category() {
             vector["recall_at_10"].as_f64().is_some_and(|r| r > 0.3),
             "{vector}"
         );
-        assert!(
-            hybrid["recall_at_10"].as_f64().is_some_and(|r| r > 0.4),
-            "{hybrid}"
-        );
+        // Fusion helps, and beats the baselines measured outside the project on all ten
+        // conversations (BM25 0.588, MiniLM dense 0.497, RRF of both 0.589).
+        let r10 = |row: &Value| row["recall_at_10"].as_f64().unwrap_or(0.0);
+        assert!(r10(&hybrid) > r10(&bm25), "{hybrid} vs {bm25}");
+        assert!(r10(&hybrid) >= 0.59, "{hybrid}");
         for cat in 1..=4 {
             assert!(
                 rows.iter()
