@@ -159,12 +159,14 @@ fn learn_leftovers(hearth: &Hearth) {
 fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
     let mut rx = hearth.subscribe();
     let app = app.clone();
+    let hearth = hearth.clone();
     tauri::async_runtime::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
         loop {
             match rx.recv().await {
                 Ok(Event::StoreChanged) => {
                     let _ = app.emit("store_changed", ());
+                    memory_cmd::index_in_background(&hearth);
                 }
                 Ok(Event::MemoryUpdated {
                     conversation,

@@ -403,6 +403,37 @@ pub async fn count_conversation_memories(
     blocking(move || memories.count_from_conversation(&conversation_id)).await
 }
 
+/// Indexing runs one at a time; a request while one runs makes it go round once more.
+static INDEXING: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Gives memories added or edited since (here, by the CLI, by an import) their vectors, in
+/// the background, one run at a time (progress as `embedding_progress` events). Called
+/// when the store changes; cheap when there is nothing to do.
+pub(crate) fn index_in_background(hearth: &hearth_core::Hearth) {
+    use std::sync::atomic::Ordering;
+    // 0 idle, 1 running, 2 running and asked again.
+    if INDEXING.fetch_add(1, Ordering::SeqCst) > 0 {
+        INDEXING.store(2, Ordering::SeqCst);
+        return;
+    }
+    let hearth = hearth.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        loop {
+            if let Err(e) = hearth.embed_pending() {
+                tracing::warn!(code = e.code(), "could not index new memories");
+            }
+            // Asked again while running: go round once more; else stop.
+            if INDEXING
+                .compare_exchange(1, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                break;
+            }
+            INDEXING.store(1, Ordering::SeqCst);
+        }
+    });
+}
+
 /// Gives memories vectors from the current embedding model, off the UI's way (progress
 /// goes out as `embedding_progress` events).
 pub(crate) fn reembed_in_background(hearth: &hearth_core::Hearth) {
@@ -411,6 +442,8 @@ pub(crate) fn reembed_in_background(hearth: &hearth_core::Hearth) {
         if let Err(e) = hearth.reembed(None) {
             tracing::warn!(code = e.code(), "re-embedding memories stopped; will retry");
         }
+        // And whatever else is new (memories added while the app was closed).
+        index_in_background(&hearth);
     });
 }
 

@@ -894,6 +894,30 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
             .expect("row")
             .contains("Allergic to peanuts")
     );
+    // The app indexes memories other processes add: the Search model section gets there.
+    eventually("both memories indexed", || async {
+        let line = client
+            .find(Locator::Css("[data-testid='search-model-indexed']"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (line == "All 2 memories indexed").then_some(())
+    })
+    .await;
+    // And the counts agree with the list.
+    eventually("the counts to include it", || async {
+        let body = client
+            .find(Locator::Css("body"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        body.contains("2 memories · 1 fact").then_some(())
+    })
+    .await;
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("memory.png"), png).expect("save screenshot");
 

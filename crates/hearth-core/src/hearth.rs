@@ -499,7 +499,6 @@ impl Hearth {
     pub fn reembed(&self, only: Option<crate::store::jobs::JobId>) -> Result<usize> {
         const LEASE: Duration = Duration::from_secs(300);
         let jobs = self.inner.store.jobs();
-        let memories = crate::memory::Memories::new(self.inner.store.clone());
         let mut done_now = 0;
         loop {
             let job = match only {
@@ -516,30 +515,12 @@ impl Hearth {
                 }
                 continue;
             };
-            let result = (|| -> Result<()> {
-                let (done, total) = memories.vector_counts(&wanted)?;
-                let _ = self.inner.events.send(Event::EmbeddingProgress {
-                    model: wanted.clone(),
-                    done,
-                    total,
-                });
-                loop {
-                    let n = memories.embed_pending(embedder.as_ref(), REEMBED_BATCH)?;
-                    done_now += n;
-                    let (done, total) = memories.vector_counts(&wanted)?;
-                    let _ = self.inner.events.send(Event::EmbeddingProgress {
-                        model: wanted.clone(),
-                        done,
-                        total,
-                    });
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    jobs.heartbeat(job.id, LEASE)?;
-                }
-            })();
+            let result = self.embed_all(embedder.as_ref(), || jobs.heartbeat(job.id, LEASE), true);
             match result {
-                Ok(()) => jobs.complete(job.id)?,
+                Ok(n) => {
+                    done_now += n;
+                    jobs.complete(job.id)?;
+                }
                 Err(e) => {
                     tracing::warn!(code = e.code(), "re-embedding memories failed; will retry");
                     jobs.fail(job.id, e.code(), Duration::from_secs(60))?;
@@ -553,6 +534,54 @@ impl Hearth {
             }
         }
         Ok(done_now)
+    }
+
+    /// Gives every memory that lacks one a vector from the model in use: new memories, edits,
+    /// imports, another process's additions. The app calls it when the store changes, so the
+    /// Memory screen never sits at "0 of N indexed". Progress events only when there is
+    /// work. Returns how many were embedded; 0 at once without an embedder. Blocking.
+    pub fn embed_pending(&self) -> Result<usize> {
+        match self.inner.embedder.get() {
+            Some(e) => self.embed_all(e.as_ref(), || Ok(()), false),
+            None => Ok(0),
+        }
+    }
+
+    /// Embeds pending memories a batch at a time, with a progress event after each (and one
+    /// at the start when `announce`), calling `alive` between batches.
+    fn embed_all(
+        &self,
+        embedder: &dyn Embedder,
+        alive: impl Fn() -> Result<()>,
+        announce: bool,
+    ) -> Result<usize> {
+        let memories = crate::memory::Memories::new(self.inner.store.clone());
+        let model = embedder.model_id().to_owned();
+        let progress = || -> Result<()> {
+            let (done, total) = memories.vector_counts(&model)?;
+            let _ = self.inner.events.send(Event::EmbeddingProgress {
+                model: model.clone(),
+                done,
+                total,
+            });
+            Ok(())
+        };
+        if announce {
+            progress()?;
+        }
+        let mut embedded = 0;
+        loop {
+            let n = memories.embed_pending(embedder, REEMBED_BATCH)?;
+            embedded += n;
+            if n == 0 && !announce {
+                return Ok(embedded);
+            }
+            progress()?;
+            if n == 0 {
+                return Ok(embedded);
+            }
+            alive()?;
+        }
     }
 
     /// Searches active memories (hybrid when an embedder is at hand, else keyword), best

@@ -125,6 +125,31 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
         .expect("vector search");
     assert_eq!(found[0].text, "Plays the cello on Tuesdays");
 
+    // Memories added later (by the CLI, an import) are indexed by `embed_pending`, which
+    // the app runs when the store changes; with nothing new it does nothing.
+    for text in ["Grows tomatoes", "Reads on trains", "Swims in the sea"] {
+        memories
+            .add(NewMemory::manual(text, Kind::Fact), Actor::User)
+            .expect("add");
+    }
+    let h = hearth.clone();
+    let n = tokio::task::spawn_blocking(move || h.embed_pending())
+        .await
+        .expect("join")
+        .expect("embed pending");
+    assert_eq!(n, 3);
+    assert_eq!(progress(&mut rx), [(73, 73)]);
+    let h = hearth.clone();
+    let n = tokio::task::spawn_blocking(move || h.embed_pending())
+        .await
+        .expect("join")
+        .expect("embed pending");
+    assert_eq!(n, 0);
+    assert!(
+        progress(&mut rx).is_empty(),
+        "no events when there is nothing to do"
+    );
+
     // Off: no embedder, nothing queued; the vectors stay for when it comes back.
     let h = hearth.clone();
     let job = tokio::task::spawn_blocking(move || h.set_embedding(EmbeddingChoice::Off))
@@ -133,5 +158,9 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
         .expect("off");
     assert_eq!(job, None);
     assert!(hearth.embedder().is_none());
-    assert_eq!(memories.vector_counts("bow-64").expect("counts"), (70, 70));
+    assert_eq!(memories.vector_counts("bow-64").expect("counts"), (73, 73));
+    assert_eq!(
+        hearth.embed_pending().expect("nothing without an embedder"),
+        0
+    );
 }
