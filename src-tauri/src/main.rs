@@ -7,6 +7,8 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // SAFETY: first thing in main, before any other thread exists.
+    unsafe { hearth_core::embed::single_threaded_kernels() };
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {
         match hearth_core::paths::default_data_dir() {

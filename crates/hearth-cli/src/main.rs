@@ -24,6 +24,8 @@ use output::{Failure, Out};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in main, before any other thread exists.
+    unsafe { hearth_core::embed::single_threaded_kernels() };
     let json_requested = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -57,6 +57,9 @@ fn long_texts() -> Vec<String> {
 }
 
 fn bench(c: &mut Criterion) {
+    // As the binaries do (criterion has started no thread yet).
+    // SAFETY: no other thread exists at this point.
+    unsafe { hearth_core::embed::single_threaded_kernels() };
     let embedder = LocalEmbedder::new(ModelSource::dir(model_dir()));
     if let Err(e) = embedder.load() {
         panic!("{e}\nInstall the model with scripts/fetch-model.sh");

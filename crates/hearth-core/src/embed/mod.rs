@@ -19,7 +19,7 @@ use std::future::Future;
 pub use api::ApiEmbedder;
 pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
 pub use error::EmbedError;
-pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID};
+pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, single_threaded_kernels};
 pub use source::{HUB_REPO, ModelFiles, ModelSource, Progress};
 
 use crate::{Error, Result};
