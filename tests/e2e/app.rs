@@ -165,6 +165,42 @@ where
     }
 }
 
+/// The app started with `env`, its main window showing: the driver (keep it alive) and the
+/// WebDriver session.
+async fn open_main(sandbox: &Sandbox, env: &[(&str, &str)]) -> (Driver, Client) {
+    let (driver, port) = start_driver_with(sandbox, env);
+    let client = connect(port).await;
+    eventually("the main window", || async {
+        switch_to(&client, Win::Main).await.then_some(())
+    })
+    .await;
+    (driver, client)
+}
+
+/// The app talking to `server` (as gpt-4o-mini), its main window showing: the driver (keep
+/// it alive), the WebDriver session and the chat composer.
+async fn open_chat(
+    sandbox: &Sandbox,
+    server: &hearth_testkit::llm_server::LlmServer,
+) -> (Driver, Client, fantoccini::elements::Element) {
+    let (driver, client) = open_main(
+        sandbox,
+        &[
+            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
+            ("HEARTH_MODEL", "gpt-4o-mini"),
+        ],
+    )
+    .await;
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    (driver, client, composer)
+}
+
 async fn status_panel(client: &Client) -> Option<serde_json::Map<String, Value>> {
     let cells = client.find_all(Locator::Css("dd[data-field]")).await.ok()?;
     let mut map = serde_json::Map::new();
@@ -496,25 +532,7 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
     }])
     .await;
     let sandbox = Sandbox::new();
-    let (_driver, port) = start_driver_with(
-        &sandbox,
-        &[
-            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
-            ("HEARTH_MODEL", "gpt-4o-mini"),
-        ],
-    );
-    let client = connect(port).await;
-    eventually("the main window", || async {
-        switch_to(&client, Win::Main).await.then_some(())
-    })
-    .await;
-    let composer = eventually("the composer", || async {
-        client
-            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
-            .await
-            .ok()
-    })
-    .await;
+    let (_driver, client, composer) = open_chat(&sandbox, &server).await;
     composer.send_keys("Good morning!").await.expect("type");
     composer.send_keys("\u{E007}").await.expect("press Enter");
     eventually("the streamed answer", || async {
@@ -650,25 +668,7 @@ async fn after_a_turn_the_memory_updated_chip_lists_what_was_learned_and_undo_re
     let server =
         LlmServer::start(vec![script.clone(), script.clone(), script.clone(), script]).await;
     let sandbox = Sandbox::new();
-    let (_driver, port) = start_driver_with(
-        &sandbox,
-        &[
-            ("HEARTH_PROVIDER_URL", server.base_url.as_str()),
-            ("HEARTH_MODEL", "gpt-4o-mini"),
-        ],
-    );
-    let client = connect(port).await;
-    eventually("the main window", || async {
-        switch_to(&client, Win::Main).await.then_some(())
-    })
-    .await;
-    let composer = eventually("the composer", || async {
-        client
-            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
-            .await
-            .ok()
-    })
-    .await;
+    let (_driver, client, composer) = open_chat(&sandbox, &server).await;
     composer
         .send_keys("I moved to Lisbon last month. And I prefer tea over coffee.")
         .await
@@ -852,12 +852,7 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
         "--kind",
         "preference",
     ]);
-    let (_driver, port) = start_driver(&sandbox);
-    let client = connect(port).await;
-    eventually("the main window", || async {
-        switch_to(&client, Win::Main).await.then_some(())
-    })
-    .await;
+    let (_driver, client) = open_main(&sandbox, &[]).await;
     let nav = eventually("the Memory entry", || async {
         client
             .find(Locator::XPath("//nav//*[normalize-space()='Memory']"))

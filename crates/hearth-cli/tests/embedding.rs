@@ -10,16 +10,6 @@ use serde_json::Value;
 mod common;
 use common::*;
 
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 async fn run(home: &Home, server: &LlmServer, args: &[&str]) -> Output {
     let mut all = args.to_vec();
     all.push("--json");
@@ -317,14 +307,16 @@ async fn the_local_model_downloads_once_with_progress_and_a_broken_download_chan
 
     // A working hub: progress on stderr, then both memories embedded with it.
     let hub = HubServer::start(hearth_core::embed::HUB_REPO, model_files(), HubMode::Serve).await;
-    let out = output(without_model(
-        &home,
-        &server,
-        &["embedding", "download"],
-        &hub.endpoint,
-        cache.path(),
-    ))
-    .await;
+    let download = || {
+        output(without_model(
+            &home,
+            &server,
+            &["embedding", "download"],
+            &hub.endpoint,
+            cache.path(),
+        ))
+    };
+    let out = download().await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("downloading model.safetensors"), "{stderr}");
@@ -345,14 +337,7 @@ async fn the_local_model_downloads_once_with_progress_and_a_broken_download_chan
 
     // Once is enough: a second download asks the hub for nothing.
     let requests = hub.requests();
-    let again = output(without_model(
-        &home,
-        &server,
-        &["embedding", "download"],
-        &hub.endpoint,
-        cache.path(),
-    ))
-    .await;
+    let again = download().await;
     assert!(again.status.success());
     assert_eq!(hub.requests(), requests);
 }

@@ -3,7 +3,6 @@
 //! model's answers, and the user's controls (list, add, edit, delete, restore, forget,
 //! export and import).
 
-use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use hearth_testkit::llm_server::*;
@@ -11,16 +10,6 @@ use serde_json::{Value, json};
 
 mod common;
 use common::*;
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 async fn hearth(home: &Home, server: &LlmServer, args: &[&str]) -> Value {
     let mut all = args.to_vec();

@@ -598,13 +598,7 @@ async fn start_api(
                 ),
             )
             .with_state(seen);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let (addr, task) = hearth_testkit::serve(app).await;
     (format!("http://{addr}/v1"), task)
 }
 

@@ -64,13 +64,7 @@ impl HubServer {
             .route(&format!("/{repo}/resolve/main/{{file}}"), get(resolve))
             .route("/cdn/{file}", get(cdn))
             .with_state(hub);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = crate::serve(app).await;
         HubServer {
             endpoint: format!("http://{addr}"),
             requests,

@@ -95,13 +95,7 @@ impl LlmServer {
             .route("/api/show", post(ollama_show))
             .route("/v1/embeddings", post(embeddings))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = crate::serve(app).await;
         Self {
             base_url: format!("http://{addr}/v1"),
             shared,

@@ -105,3 +105,14 @@ pub fn provider_key_in_keyring(store: &Store, name: &str) -> Option<String> {
         .and_then(|e| e.get_password())
         .ok()
 }
+
+/// The JSON a command printed on stdout; fails the test with both streams if it is not.
+pub fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
