@@ -379,6 +379,9 @@ pub struct MemoryDto {
     pub status: String,
     #[ts(type = "number | null")]
     pub removed_at: Option<i64>,
+    /// Removed by the assistant on its own while learning (not by the user): it waits for
+    /// the user's consent, and restoring it says no.
+    pub removal_awaits_consent: bool,
 }
 
 /// One change in a memory's history. A user's delete leaves a `delete` entry without text.

@@ -71,6 +71,7 @@ pub(crate) fn memory_dto(m: Memory) -> MemoryDto {
         use_count: m.use_count,
         status: m.status.as_str().into(),
         removed_at: m.removed_at,
+        removal_awaits_consent: m.removal_awaits_consent,
     }
 }
 

@@ -128,6 +128,7 @@ function exportLines() {
       use_count: 0,
       status: 'active',
       removed_at: null,
+      removal_awaits_consent: false,
       embed_model: null,
       history: [{ op: 'add', old_text: null, new_text: text, actor: 'user', at: 1_700_000_000_000, source: null }],
     });
@@ -458,7 +459,7 @@ describe('Memory: recently removed', () => {
     assert.match(text, /Hearth removed these when they seemed outdated or wrong\. Restore any you want to keep; the others are deleted for good 30 days after they were removed\./);
     assert.equal(
       await shown(row(page, 'm-nurse').locator('button.open')),
-      'Works night shifts as a nurse Removed 3 days ago · deleted for good in 27 days',
+      'Works night shifts as a nurse Removed by Hearth 3 days ago · deleted for good in 27 days',
     );
     assert.deepEqual((await ipcCalls(page, 'list_memories')).at(-1), { ...NO_FILTERS, removed: true });
 

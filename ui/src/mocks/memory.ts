@@ -122,6 +122,7 @@ function memory(partial: Partial<Stored> & Pick<Stored, 'id' | 'text' | 'kind' |
     use_count: 0,
     status: 'active',
     removed_at: null,
+    removal_awaits_consent: false,
     ...partial,
   };
 }
@@ -270,6 +271,7 @@ function seed(now: number, scenario: MemoryScenario): { memories: Stored[]; hist
       updated: now - 3 * DAY,
       status: 'removed',
       removed_at: now - 3 * DAY,
+      removal_awaits_consent: true,
     }),
   ];
   history.set('m-home', [
@@ -407,6 +409,7 @@ export function createMemoryMock(options: {
     if (m.status !== 'removed') fail('invalid_input', `memory ${id} was not removed`);
     m.status = 'active';
     m.removed_at = null;
+    m.removal_awaits_consent = false;
     m.updated = now();
     log(id, entry('restore', 'user', now()));
     return structuredClone(m);

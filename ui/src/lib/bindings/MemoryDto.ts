@@ -16,4 +16,9 @@ critical: boolean, confidence: number, source: MemorySourceDto, event_at: number
 /**
  * `active`, `removed` (by the assistant; restorable) or `superseded`.
  */
-status: string, removed_at: number | null, };
+status: string, removed_at: number | null, 
+/**
+ * Removed by the assistant on its own while learning (not by the user): it waits for
+ * the user's consent, and restoring it says no.
+ */
+removal_awaits_consent: boolean, };
