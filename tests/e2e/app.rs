@@ -201,6 +201,11 @@ async fn open_chat(
     (driver, client, composer)
 }
 
+/// The text of the first element matching `css`, if there is one.
+async fn text_of(client: &Client, css: &str) -> Option<String> {
+    client.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
 async fn status_panel(client: &Client) -> Option<serde_json::Map<String, Value>> {
     let cells = client.find_all(Locator::Css("dd[data-field]")).await.ok()?;
     let mut map = serde_json::Map::new();
@@ -778,13 +783,7 @@ async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window(
         .await
         .expect("ask");
     let open = eventually("the answer and its Open in Hearth button", || async {
-        let body = client
-            .find(Locator::Css("body"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let body = text_of(&client, "body").await?;
         if !body.contains("Pack an umbrella.") {
             return None;
         }
@@ -862,13 +861,7 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
     .await;
     nav.click().await.expect("open Memory");
     eventually("the first memory", || async {
-        let body = client
-            .find(Locator::Css("main"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let body = text_of(&client, "main").await?;
         body.contains("Prefers trains over planes").then_some(())
     })
     .await;
@@ -891,25 +884,13 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
     );
     // The app indexes memories other processes add: the Search model section gets there.
     eventually("both memories indexed", || async {
-        let line = client
-            .find(Locator::Css("[data-testid='search-model-indexed']"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let line = text_of(&client, "[data-testid='search-model-indexed']").await?;
         (line == "All 2 memories indexed").then_some(())
     })
     .await;
     // And the counts agree with the list.
     eventually("the counts to include it", || async {
-        let body = client
-            .find(Locator::Css("body"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let body = text_of(&client, "body").await?;
         body.contains("2 memories · 1 fact").then_some(())
     })
     .await;
