@@ -1,8 +1,13 @@
 // Browser tests of the Chat screen against the mock core (dist-mock/), served with the production CSP.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, test } from 'node:test';
-import { DIST_MOCK, openBrowser, screenshot, serve, until } from './harness.mjs';
+import { describe, test } from 'node:test';
+import {
+  mockServer,
+  screenshot,
+  session,
+  until,
+} from './harness.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
@@ -15,21 +20,9 @@ const LOCAL_USAGE = /^llama3\.2 · [\d,]+ tokens in · [\d,]+ out · free \(loca
 /** Whitespace collapsed, ends trimmed. */
 const flat = (text) => (text ?? '').replace(/\s+/g, ' ').trim();
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/chat`;
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 function assertNoProblems(problems) {
   assert.deepEqual(problems, [], 'no console errors/warnings, page errors, CSP violations or failed requests');

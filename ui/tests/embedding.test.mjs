@@ -5,16 +5,19 @@
 // state in between, it holds the mock (__hearthMock.holdEmbedding) and lets one event
 // through at a time (stepEmbedding), so nothing depends on timing.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { DIST_MOCK, assertAxeClean, assertNoProblems, flat, ipcCalls, openBrowser, screenshot, serve, until } from './harness.mjs';
+import { describe, test } from 'node:test';
+import {
+  assertAxeClean,
+  assertNoProblems,
+  flat,
+  ipcCalls,
+  mockServer,
+  screenshot,
+  session,
+  until,
+} from './harness.mjs';
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (embedding, scenario) => {
   const query = new URLSearchParams();
@@ -23,12 +26,6 @@ const url = (embedding, scenario) => {
   const search = query.toString();
   return `${server.origin}/index.html${search ? `?${search}` : ''}#/memory`;
 };
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 const MODEL_BYTES = 90_868_376;
 const EXPLANATION =

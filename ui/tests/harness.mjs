@@ -7,6 +7,7 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const UI_ROOT = path.resolve(import.meta.dirname, '..');
@@ -121,6 +122,27 @@ export async function openBrowser(options = {}) {
 }
 
 /** Wait until `fn(arg)` is truthy in the page (polls on animation frames; no fixed sleeps). */
+/** Serves dist-mock/ for the tests of the calling file: its `origin` is set once it is up. */
+export function mockServer() {
+  const handle = { origin: '' };
+  let server;
+  before(async () => {
+    server = await serve(DIST_MOCK);
+    handle.origin = server.origin;
+  });
+  after(async () => {
+    await server?.close();
+  });
+  return handle;
+}
+
+/** A browser for one test, closed when it ends. */
+export async function session(t, options) {
+  const browser = await openBrowser(options);
+  t.after(() => browser.close());
+  return browser;
+}
+
 export async function until(page, fn, arg) {
   await page.waitForFunction(fn, arg, { timeout: 10_000 });
 }

@@ -2,16 +2,15 @@
 // copy, links that open nothing, the per-turn usage line and the fallback notice.
 // Against the mock core (dist-mock/) with the production CSP.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
-  DIST_MOCK,
   assertAxeClean,
   assertNoProblems,
   flat,
   ipcCalls,
-  openBrowser,
+  mockServer,
   screenshot,
-  serve,
+  session,
   until,
 } from './harness.mjs';
 
@@ -27,22 +26,10 @@ const CODE_ANSWER_SOURCE = [
   'That is all it takes.',
 ].join('');
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (scenario, page = 'index.html') =>
   `${server.origin}/${page}${scenario ? `?scenario=${scenario}` : ''}${page === 'index.html' ? '#/chat' : ''}`;
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 const composer = (page) => page.getByRole('textbox', { name: 'Message Hearth' });
 const lastAnswer = (page) => page.locator('[role="log"] article.assistant').last();

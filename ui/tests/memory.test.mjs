@@ -1,33 +1,20 @@
 // Browser tests of the Memory screen against the mock core (dist-mock/), served with the production CSP.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
-  DIST_MOCK,
   assertAxeClean,
   assertNoProblems,
   flat,
   ipcCalls,
-  openBrowser,
+  mockServer,
   screenshot,
-  serve,
+  session,
   until,
 } from './harness.mjs';
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/memory`;
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 /** Open the Memory screen and wait for the list (or, with `empty`, the empty state). */
 async function openMemory(page, scenario, { empty = false } = {}) {

@@ -1,34 +1,21 @@
 // Settings → Model providers, Models for each job, the model table; and Chat's first run
 // without a provider. Against the mock core (dist-mock/) with the production CSP.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
-  DIST_MOCK,
   assertAxeClean,
   assertNoProblems,
   flat,
   ipcCalls,
-  openBrowser,
+  mockServer,
   screenshot,
-  serve,
+  session,
   until,
 } from './harness.mjs';
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (hash, scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/${hash}`;
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 const providerRow = (page, name) => page.locator(`li.provider[data-provider="${name}"]`);
 const addForm = (page) => page.getByRole('form', { name: 'Add a provider' });

@@ -2,8 +2,13 @@
 // with the production CSP; and of the main window's side of "Open in Hearth".
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, test } from 'node:test';
-import { DIST_MOCK, openBrowser, screenshot, serve, until } from './harness.mjs';
+import { describe, test } from 'node:test';
+import {
+  mockServer,
+  openBrowser,
+  screenshot,
+  until,
+} from './harness.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
@@ -12,13 +17,7 @@ const AXE = require.resolve('axe-core/axe.min.js');
 const FULL_ANSWER = 'Good question. Here is a short plan: Start with what you already know. Take the next step and check how it went.';
 const QUICK_VIEWPORT = { width: 640, height: 360 };
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const quickUrl = (scenario) => `${server.origin}/quick.html${scenario ? `?scenario=${scenario}` : ''}`;
 

@@ -1,16 +1,15 @@
 // Reworking the last turn (Regenerate, Edit & resend) and the context inspector, against the
 // mock core (dist-mock/) with the production CSP.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
-  DIST_MOCK,
   assertAxeClean,
   assertNoProblems,
   flat,
   ipcCalls,
-  openBrowser,
+  mockServer,
   screenshot,
-  serve,
+  session,
   until,
 } from './harness.mjs';
 
@@ -18,21 +17,9 @@ const FULL_ANSWER = 'Good question. Here is a short plan: Start with what you al
 const REGENERATED = 'Another way to look at it: Pick one small step. Do it today. Look back tomorrow and adjust.';
 const RECIPE_QUESTION = 'What can I cook tonight with chickpeas and spinach?';
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/chat`;
-
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
 
 const composer = (page) => page.getByRole('textbox', { name: 'Message Hearth' });
 const log = (page) => page.getByRole('log');

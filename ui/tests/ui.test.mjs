@@ -2,8 +2,14 @@
 // Run with `npm test` (builds dist-mock first).
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, test } from 'node:test';
-import { DIST_MOCK, heading, openBrowser, screenshot, serve, until } from './harness.mjs';
+import { describe, test } from 'node:test';
+import {
+  heading,
+  mockServer,
+  screenshot,
+  session,
+  until,
+} from './harness.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
@@ -31,24 +37,12 @@ const STATUS_FIELDS = [
   'vec0',
 ];
 
-let server;
-before(async () => {
-  server = await serve(DIST_MOCK);
-});
-after(async () => {
-  await server?.close();
-});
+const server = mockServer();
 
 const url = (page = 'index.html', { scenario, hash } = {}) =>
   `${server.origin}/${page}${scenario ? `?scenario=${scenario}` : ''}${hash ? `#/${hash}` : ''}`;
 
 /** Open a fresh browser for one test; always closed, and must end without console errors. */
-async function session(t, options) {
-  const browser = await openBrowser(options);
-  t.after(() => browser.close());
-  return browser;
-}
-
 function assertNoProblems(problems) {
   assert.deepEqual(problems, [], 'no console errors/warnings, page errors, CSP violations or failed requests');
 }
