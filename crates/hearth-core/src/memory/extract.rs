@@ -253,6 +253,13 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if n > f32::EPSILON { dot / n } else { 0.0 }
 }
 
+/// The offered memory a model's answer names (`[m-…]` or `m-…`); none for an id that was
+/// not offered.
+fn find_offered<'a>(offered: &'a [Offered], id: Option<&str>) -> Option<&'a Offered> {
+    let id = id?.trim().trim_matches(['[', ']']);
+    offered.iter().find(|o| o.id == id)
+}
+
 /// An existing memory offered for reconciliation.
 #[derive(Debug, Clone)]
 struct Offered {
@@ -367,39 +374,18 @@ impl Learner {
             tracing::debug!(id = %o.id, "candidate is a near-duplicate that agrees; merged");
             return Ok(Decision::Noop);
         }
-        let existing: String = offered
-            .iter()
-            .map(|o| format!("[{}] {}\n", o.id, o.text))
-            .collect();
-        let prompt = format!(
-            "<data>\nEXISTING:\n{existing}NEW: {}\n</data>\nChoose the action.",
-            new.text
-        );
-        let Some(answer) = self
-            .ask(
-                RECONCILE_PROMPT,
-                prompt,
-                ("reconciliation", reconciliation_schema()),
-            )
+        let Some(r) = self
+            .ask_about(&offered, &new.text, "Choose the action.")
             .await?
         else {
             return Ok(Decision::Noop);
         };
-        let Ok(r) = serde_json::from_value::<Reconciliation>(answer) else {
-            tracing::warn!("a reconciliation answer has the wrong shape; candidate skipped");
-            return Ok(Decision::Noop);
-        };
-        let offered_id = |id: &Option<String>| -> Option<(String, String)> {
-            let id = id.as_deref()?.trim().trim_matches(['[', ']']);
-            offered
-                .iter()
-                .find(|o| o.id == id)
-                .map(|o| (o.id.clone(), o.text.clone()))
-        };
+        let offered_id =
+            |id: &Option<String>| find_offered(&offered, id.as_deref()).map(|o| o.id.clone());
         let decision = match r.action.to_ascii_uppercase().as_str() {
             "ADD" => Decision::Add(new.clone()),
             "UPDATE" => match offered_id(&r.id) {
-                Some((id, _)) => Decision::Update {
+                Some(id) => Decision::Update {
                     id,
                     text: r
                         .text
@@ -414,7 +400,7 @@ impl Learner {
                 }
             },
             "DELETE" => match offered_id(&r.id) {
-                Some((id, _)) => Decision::Replace {
+                Some(id) => Decision::Replace {
                     id,
                     new: new.clone(),
                 },
@@ -450,13 +436,42 @@ impl Learner {
         if offered.is_empty() {
             return Ok(Decision::Noop);
         }
+        let Some(r) = self
+            .ask_about(
+                &offered,
+                &format!("The user asked to forget: {what}"),
+                "If one EXISTING memory is what the user asked to forget, answer DELETE with its id; otherwise NOOP.",
+            )
+            .await?
+        else {
+            return Ok(Decision::Noop);
+        };
+        if !r.action.eq_ignore_ascii_case("DELETE") {
+            return Ok(Decision::Noop);
+        }
+        match find_offered(&offered, r.id.as_deref()) {
+            Some(o) => Ok(Decision::Forget { id: o.id.clone() }),
+            None => {
+                tracing::warn!("a forget named an id that was not offered; skipped");
+                Ok(Decision::Noop)
+            }
+        }
+    }
+
+    /// Asks the fast model to reconcile `new` with the `offered` memories (listed by id),
+    /// ending with `instruction`. `None` when the answer is not JSON of the right shape
+    /// (logged, never applied).
+    async fn ask_about(
+        &self,
+        offered: &[Offered],
+        new: &str,
+        instruction: &str,
+    ) -> Result<Option<Reconciliation>> {
         let existing: String = offered
             .iter()
             .map(|o| format!("[{}] {}\n", o.id, o.text))
             .collect();
-        let prompt = format!(
-            "<data>\nEXISTING:\n{existing}NEW: The user asked to forget: {what}\n</data>\nIf one EXISTING memory is what the user asked to forget, answer DELETE with its id; otherwise NOOP."
-        );
+        let prompt = format!("<data>\nEXISTING:\n{existing}NEW: {new}\n</data>\n{instruction}");
         let Some(answer) = self
             .ask(
                 RECONCILE_PROMPT,
@@ -465,21 +480,14 @@ impl Learner {
             )
             .await?
         else {
-            return Ok(Decision::Noop);
+            return Ok(None);
         };
         match serde_json::from_value::<Reconciliation>(answer) {
-            Ok(r) if r.action.eq_ignore_ascii_case("DELETE") => {
-                let id = r.id.unwrap_or_default();
-                let id = id.trim().trim_matches(['[', ']']);
-                match offered.iter().find(|o| o.id == id) {
-                    Some(o) => Ok(Decision::Forget { id: o.id.clone() }),
-                    None => {
-                        tracing::warn!("a forget named an id that was not offered; skipped");
-                        Ok(Decision::Noop)
-                    }
-                }
+            Ok(r) => Ok(Some(r)),
+            Err(_) => {
+                tracing::warn!("a reconciliation answer has the wrong shape; skipped");
+                Ok(None)
             }
-            _ => Ok(Decision::Noop),
         }
     }
 
