@@ -329,7 +329,7 @@ describe('Chat', () => {
     await changes.nth(0).getByRole('button', { name: 'Undo “Remembered: Likes to plan one small step at a time”' }).click();
     await changes.nth(0).getByText('Undone').waitFor();
     assert.deepEqual(await ipcCalls(page, 'undo_memory_change'), [
-      { change: { memory_id: added.id, op: 'add', text: 'Likes to plan one small step at a time', old_text: null } },
+      { change: { memory_id: added.id, op: 'add', text: 'Likes to plan one small step at a time', old_text: null, proposal_id: null } },
     ]);
     await until(page, () => document.activeElement?.classList.contains('undone-note'));
     assert.equal(await changes.nth(0).getByRole('button').count(), 0);
@@ -342,6 +342,7 @@ describe('Chat', () => {
         op: 'update',
         text: 'Keep answers short; use numbered steps for plans',
         old_text: 'Keep answers short and use bullet points',
+        proposal_id: null,
       },
     });
     const memories = await page.evaluate(() => window.__hearthMock.memories());
@@ -367,7 +368,7 @@ describe('Chat', () => {
       window.__hearthMock.emit('memory_updated', {
         conversation_id: 'c-lisbon',
         message_id: 4,
-        changes: [{ memory_id: 'm-gone', op: 'remove', text: 'Works night shifts as a nurse', old_text: null }],
+        changes: [{ memory_id: 'm-gone', op: 'remove', text: 'Works night shifts as a nurse', old_text: null, proposal_id: null }],
       }),
     );
     const chip = page.getByRole('button', { name: /^Memory updated/ });

@@ -443,10 +443,11 @@ describe('Memory: recently removed', () => {
     await row(page, 'm-nurse').waitFor();
     assert.equal(await tab.getAttribute('aria-selected'), 'true');
     const text = flat(await page.getByRole('tabpanel').innerText());
-    assert.match(text, /Hearth removed these when they seemed outdated or wrong\. Restore any you want to keep; the others are deleted for good 30 days after they were removed\./);
+    assert.match(text, /Hearth removed these when they seemed outdated or wrong\. Memories Hearth removed stay here until you restore them or empty this list\./);
+    assert.doesNotMatch(text, /30 days|deleted for good in/);
     assert.equal(
       await shown(row(page, 'm-nurse').locator('button.open')),
-      'Works night shifts as a nurse Removed by Hearth 3 days ago · deleted for good in 27 days',
+      'Works night shifts as a nurse Removed by Hearth 3 days ago',
     );
     assert.deepEqual((await ipcCalls(page, 'list_memories')).at(-1), { ...NO_FILTERS, removed: true });
 

@@ -14,6 +14,7 @@
  *   __hearthMock.failNextTurn()        the next turn ends with chat_failed (CHAT_FAILURE)
  *   __hearthMock.setUndoDelay(ms)      how long the Memory screen offers Undo before deleting (default 10 s)
  *   __hearthMock.memories()            every stored memory (any status), a copy
+ *   __hearthMock.proposals()           the pending memory proposals (as list_memory_proposals returns them)
  *   __hearthMock.addMemoryElsewhere(text, kind)  another process adds a memory (then store_changed)
  *   __hearthMock.setEmbeddingDelay(ms) time between download / re-embedding events (default 60)
  *   __hearthMock.holdEmbedding()       from now on each of those events waits for stepEmbedding()
@@ -41,7 +42,9 @@
  * from conversations, a file, the user and an import) and one "recently removed", each with
  * its history; every memory command works on that state. In scenario `ok` the second stored
  * answer of a page session teaches the assistant something: `memory_updated` (one add, one
- * update) follows its `chat_done`.
+ * update) follows its `chat_done`. Two proposals wait
+ * for the user: a change to the critical memory and the removal of the pinned one
+ * (`list_memory_proposals`, accept / reject).
  *
  * Scenarios: ok (two saved chats, two providers, memories), shortcut-taken, startup-error, key-file,
  * no-provider (nothing configured; Ollama is running), chat-fails, markdown (ok plus a code
@@ -74,6 +77,7 @@ import type { StatusDto } from '../lib/bindings/StatusDto';
 import type { TurnInfoDto } from '../lib/bindings/TurnInfoDto';
 import type { ZonesDto } from '../lib/bindings/ZonesDto';
 import type { MemoryDto } from '../lib/bindings/MemoryDto';
+import type { MemoryProposalDto } from '../lib/bindings/MemoryProposalDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
 import { createEmbeddingMock, embeddingStateFromLocation, type EmbeddingState } from './embedding';
 import { createMemoryMock, type MemoryScenario } from './memory';
@@ -113,6 +117,7 @@ export type MockControl = {
   failNextTurn(): void;
   setUndoDelay(ms: number): void;
   memories(): MemoryDto[];
+  proposals(): MemoryProposalDto[];
   addMemoryElsewhere(text: string, kind: string): Promise<MemoryDto>;
   setEmbeddingDelay(ms: number): void;
   holdEmbedding(): void;
@@ -899,6 +904,7 @@ export function installMocks(
     },
     setUndoDelay: (ms) => setUndoDelay(ms),
     memories: () => memory.snapshot(),
+    proposals: () => memory.proposals(),
     addMemoryElsewhere: (text, kind) => memory.addElsewhere(text, kind),
     setEmbeddingDelay: (ms) => embedding.setDelay(ms),
     holdEmbedding: () => embedding.hold(),

@@ -12,13 +12,19 @@
  *   import before anything is written, with `invalid_input` naming the line;
  * - after the second stored answer of a page session (scenario `ok` only, memory on and
  *   learning not paused) the assistant "learns": one add and one update, announced with a
- *   `memory_updated` event for that answer.
+ *   `memory_updated` event for that answer;
+ * - Hearth never changes a pinned or critical memory itself: it proposes. The seeded data
+ *   holds two pending proposals (an update of the critical allergy, a removal of the pinned
+ *   units preference that suggests a replacement). Accepting an update changes the text;
+ *   accepting a removal moves the memory to "Recently removed" (awaiting consent); either
+ *   adds `new_memory` when set. Rejecting (or undoing a `proposal` change) drops it.
  */
 import type { Commands, Events } from '../lib/bindings/commands';
 import type { ErrorDto } from '../lib/bindings/ErrorDto';
 import type { MemoryChangeDto } from '../lib/bindings/MemoryChangeDto';
 import type { MemoryDto } from '../lib/bindings/MemoryDto';
 import type { MemoryHistoryDto } from '../lib/bindings/MemoryHistoryDto';
+import type { MemoryProposalDto } from '../lib/bindings/MemoryProposalDto';
 import type { MemorySettingsDto } from '../lib/bindings/MemorySettingsDto';
 import type { MemorySourceDto } from '../lib/bindings/MemorySourceDto';
 
@@ -58,6 +64,9 @@ type MemoryCommand =
   | 'get_memory_settings'
   | 'set_memory_settings'
   | 'undo_memory_change'
+  | 'list_memory_proposals'
+  | 'accept_memory_proposal'
+  | 'reject_memory_proposal'
   | 'count_conversation_memories';
 
 export type MemoryHandlers = {
@@ -76,6 +85,8 @@ export type MemoryMock = {
   forgetConversation(conversationId: string): number;
   /** A copy of every memory (any status), for tests. */
   snapshot(): MemoryDto[];
+  /** A copy of the pending proposals, for tests. */
+  proposals(): MemoryProposalDto[];
   /** Another process added a memory: stored, then `store_changed` is emitted. */
   addElsewhere(text: string, kind: string): Promise<MemoryDto>;
 };
@@ -149,6 +160,41 @@ function longRules(title: string, chars: number): string {
   let text = `${title}:`;
   for (let i = 0; text.length < chars; i++) text += ` ${rules[i % rules.length]}`;
   return text.slice(0, Math.min(chars, MAX_MEMORY_TEXT));
+}
+
+/** A pending proposal as stored: the memory's current text is read when listing. */
+type StoredProposal = Omit<MemoryProposalDto, 'memory_text'>;
+
+/** The seeded suggestions: Hearth may not change these protected memories on its own. */
+export const PROPOSED_ALLERGY_TEXT = 'Allergic to peanuts and cashews';
+export const PROPOSED_UNITS_MEMORY = 'Uses miles for running distances; metric for everything else';
+
+function seedProposals(now: number, scenario: MemoryScenario): StoredProposal[] {
+  if (scenario === 'empty') return [];
+  return [
+    {
+      id: 'p-allergy',
+      memory_id: 'm-allergy',
+      action: 'update',
+      proposed_text: PROPOSED_ALLERGY_TEXT,
+      new_memory: null,
+      reason: 'You said cashews give you the same reaction as peanuts.',
+      conversation_id: 'c-recipes',
+      message_id: 1,
+      created: now - 90 * MINUTE,
+    },
+    {
+      id: 'p-metric',
+      memory_id: 'm-metric',
+      action: 'remove',
+      proposed_text: null,
+      new_memory: PROPOSED_UNITS_MEMORY,
+      reason: 'You now log your runs in miles, so "metric units" no longer fits everything.',
+      conversation_id: 'c-lisbon',
+      message_id: 3,
+      created: now - 25 * HOUR,
+    },
+  ];
 }
 
 function seed(now: number, scenario: MemoryScenario): { memories: Stored[]; history: Map<string, MemoryHistoryDto[]> } {
@@ -341,6 +387,7 @@ export function createMemoryMock(options: {
   const seeded = seed(Date.now(), options.scenario);
   let memories: Stored[] = seeded.memories;
   const history = seeded.history;
+  let proposals: StoredProposal[] = seedProposals(Date.now(), options.scenario);
   let settings: MemorySettingsDto = { enabled: options.scenario !== 'off', extraction_paused: false };
   let nextId = 1;
   let answers = 0;
@@ -384,6 +431,7 @@ export function createMemoryMock(options: {
   function purge(test: (m: Stored) => boolean): number {
     const victims = memories.filter(test);
     memories = memories.filter((m) => !test(m));
+    proposals = proposals.filter((p) => !victims.some((m) => m.id === p.memory_id));
     for (const m of victims) {
       const list = (history.get(m.id) ?? []).map((h): MemoryHistoryDto => ({ ...h, old_text: null, new_text: null }));
       list.push(entry('delete', 'user', now()));
@@ -413,6 +461,47 @@ export function createMemoryMock(options: {
     m.updated = now();
     log(id, entry('restore', 'user', now()));
     return structuredClone(m);
+  }
+
+  /** Hearth's removal: soft, to "Recently removed", waiting for the user's say. */
+  function softRemove(id: string): void {
+    const m = find(id);
+    if (m.status !== 'active') fail('invalid_input', `memory ${id} is not active`);
+    m.status = 'removed';
+    m.removed_at = now();
+    m.removal_awaits_consent = true;
+    m.updated = now();
+    log(id, entry('remove', 'assistant', now()));
+  }
+
+  function findProposal(id: string): StoredProposal {
+    const found = proposals.find((p) => p.id === id);
+    if (!found) fail('not_found', `there is no memory proposal ${id}`);
+    return found as StoredProposal;
+  }
+
+  function rejectProposal(id: string): null {
+    findProposal(id);
+    proposals = proposals.filter((p) => p.id !== id);
+    return null;
+  }
+
+  function acceptProposal(id: string): null {
+    const p = findProposal(id);
+    const target = find(p.memory_id);
+    if (p.action === 'update') {
+      if (p.proposed_text === null) fail('invalid_input', `proposal ${id} has no text`);
+      edit(target.id, p.proposed_text as string, 'user');
+    } else if (p.action === 'remove') {
+      softRemove(target.id);
+    } else {
+      fail('invalid_input', `unknown proposal action "${p.action}"`);
+    }
+    if (p.new_memory !== null && !memories.some((m) => m.status === 'active' && normalize(m.text) === normalize(p.new_memory ?? ''))) {
+      insert({ text: checkText(p.new_memory), kind: target.kind, source: source('conversation', p.conversation_id, p.message_id) }, 'assistant');
+    }
+    proposals = proposals.filter((other) => other.id !== id);
+    return null;
   }
 
   function setFlag(id: string, flag: 'pinned' | 'critical', on: boolean): Stored {
@@ -565,11 +654,24 @@ export function createMemoryMock(options: {
         case 'remove':
           restore(change.memory_id);
           break;
+        case 'proposal':
+          if (change.proposal_id === null) fail('invalid_input', 'a proposal to dismiss needs its id');
+          rejectProposal(change.proposal_id as string);
+          break;
         default:
           fail('invalid_input', `cannot undo "${change.op}"`);
       }
       return null;
     },
+    list_memory_proposals: () =>
+      [...proposals]
+        .sort((a, b) => b.created - a.created)
+        .flatMap((p): MemoryProposalDto[] => {
+          const m = memories.find((x) => x.id === p.memory_id && x.status === 'active');
+          return m ? [{ ...structuredClone(p), memory_text: m.text }] : [];
+        }),
+    accept_memory_proposal: ({ id }) => acceptProposal(id),
+    reject_memory_proposal: ({ id }) => rejectProposal(id),
     count_conversation_memories: ({ conversationId }) =>
       memories.filter((m) => m.source.conversation_id === conversationId).length,
   };
@@ -582,13 +684,13 @@ export function createMemoryMock(options: {
         { text: LEARNED_TEXT, kind: 'preference', importance: 0.5, confidence: 0.7, source: source('conversation', conversationId, messageId) },
         'assistant',
       );
-      changes.push({ memory_id: added.id, op: 'add', text: added.text, old_text: null });
+      changes.push({ memory_id: added.id, op: 'add', text: added.text, old_text: null, proposal_id: null });
     }
     const brief = memories.find((m) => m.id === 'm-brief' && m.status === 'active');
     if (brief && brief.text !== UPDATED_BRIEF_TEXT) {
       const old = brief.text;
       edit(brief.id, UPDATED_BRIEF_TEXT, 'assistant');
-      changes.push({ memory_id: brief.id, op: 'update', text: UPDATED_BRIEF_TEXT, old_text: old });
+      changes.push({ memory_id: brief.id, op: 'update', text: UPDATED_BRIEF_TEXT, old_text: old, proposal_id: null });
     }
     if (changes.length === 0) return;
     await options.emit('memory_updated', { conversation_id: conversationId, message_id: messageId, changes });
@@ -603,6 +705,7 @@ export function createMemoryMock(options: {
     },
     forgetConversation: (conversationId) => purge((m) => m.source.conversation_id === conversationId),
     snapshot: () => structuredClone(memories),
+    proposals: () => handlers.list_memory_proposals({}) as MemoryProposalDto[],
     async addElsewhere(text, kind) {
       const m = insert({ text: checkText(text), kind: checkKind(kind) }, 'user');
       await options.emit('store_changed', null);

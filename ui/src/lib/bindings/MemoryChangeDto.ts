@@ -6,14 +6,20 @@
  */
 export type MemoryChangeDto = { memory_id: string, 
 /**
- * `add`, `update` or `remove`.
+ * `add`, `update`, `remove` or `proposal` (a suggested change to a pinned or critical
+ * memory, waiting for the user).
  */
 op: string, 
 /**
- * The memory's text after the change (for `remove`: the removed text).
+ * The memory's text after the change (for `remove`: the removed text; for `proposal`:
+ * Hearth's suggestion, the proposed new text or, for a removal, the memory's text).
  */
 text: string, 
 /**
  * For `update`: the text before.
  */
-old_text: string | null, };
+old_text: string | null, 
+/**
+ * For `proposal`: the proposal's id.
+ */
+proposal_id: string | null, };

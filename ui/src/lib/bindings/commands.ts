@@ -14,6 +14,7 @@ import type { MemoryChangeDto } from "./MemoryChangeDto";
 import type { MemoryCountsDto } from "./MemoryCountsDto";
 import type { MemoryDetailDto } from "./MemoryDetailDto";
 import type { MemoryDto } from "./MemoryDto";
+import type { MemoryProposalDto } from "./MemoryProposalDto";
 import type { MemorySettingsDto } from "./MemorySettingsDto";
 import type { MemoryUpdatedEvent } from "./MemoryUpdatedEvent";
 import type { MessageDto } from "./MessageDto";
@@ -74,6 +75,9 @@ export type Commands = {
   get_memory_settings: { args: Record<string, never>; result: MemorySettingsDto };
   set_memory_settings: { args: { enabled: boolean; extractionPaused: boolean }; result: MemorySettingsDto };
   undo_memory_change: { args: { change: MemoryChangeDto }; result: null };
+  list_memory_proposals: { args: Record<string, never>; result: Array<MemoryProposalDto> };
+  accept_memory_proposal: { args: { id: string }; result: null };
+  reject_memory_proposal: { args: { id: string }; result: null };
   get_embedding_status: { args: Record<string, never>; result: EmbeddingStatusDto };
   set_embedding: { args: { kind: string; provider: string | null; model: string | null }; result: EmbeddingStatusDto };
   download_embedding_model: { args: Record<string, never>; result: EmbeddingStatusDto };

@@ -1,15 +1,19 @@
 /**
  * What the assistant changed in memory after an answer (`memory_updated`), kept per answer
  * (message id) for the window's lifetime so the "Memory updated" chip survives switching
- * conversations or screens. Each change remembers whether the user undid it.
+ * conversations or screens. Each change remembers whether the user undid it (or, for a
+ * proposal to change a pinned or critical memory, accepted or rejected it).
  */
 import type { MemoryChangeDto } from '../../lib/bindings/MemoryChangeDto';
 import type { MemoryUpdatedEvent } from '../../lib/bindings/MemoryUpdatedEvent';
 
 export type ChipChange = {
   change: MemoryChangeDto;
-  /** idle → undoing → undone; `error` holds why an undo failed. */
-  state: 'idle' | 'undoing' | 'undone';
+  /**
+   * idle → undoing → undone, or for a proposal idle → accepting / rejecting → accepted /
+   * rejected; `error` holds why the last step failed.
+   */
+  state: 'idle' | 'undoing' | 'undone' | 'accepting' | 'accepted' | 'rejecting' | 'rejected';
   error: string | null;
 };
 

@@ -169,10 +169,9 @@ export function actorLabel(actor: string): string {
   }
 }
 
-/** Days left before a removed memory is deleted for good (30 days after its removal). */
-export const REMOVED_RETENTION_DAYS = 30;
-
-export function daysLeft(removedAt: number, now: number = Date.now()): number {
-  const left = removedAt + REMOVED_RETENTION_DAYS * 24 * 60 * 60 * 1000 - now;
-  return Math.max(0, Math.ceil(left / (24 * 60 * 60 * 1000)));
+/** The heading over pending proposals: "Hearth suggests changes to 2 protected memories". */
+export function proposalsHeading(count: number): string {
+  return count === 1
+    ? 'Hearth suggests a change to a protected memory'
+    : `Hearth suggests changes to ${formatNumber(count)} protected memories`;
 }
