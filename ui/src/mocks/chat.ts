@@ -1,0 +1,415 @@
+/**
+ * The mock core's chat: two seeded conversations (four with scenario `markdown`: a code
+ * answer and one carrying an XSS payload). `send_message` answers with MOCK_ANSWER_PIECES (or
+ * CODE_ANSWER_PIECES, Markdown with a fenced code block, when the question is about code),
+ * emitted as a few `chat_token` pieces and then `chat_done` with the turn's model, tokens,
+ * cost and context zones (asynchronously, after the command returned its turn id);
+ * `stop_turn` ends the stream early with `stopped: true`. `regenerate` drops the last answer
+ * and streams REGENERATED_ANSWER_PIECES; `edit_last_message` replaces the last user message
+ * and everything after it, then answers the new text. The quick prompt sends with
+ * `conversationId: null`, so each question starts a new conversation. `open_in_main` emits
+ * `open_conversation`. Scenario `chat-fails` fails every turn, `fallback` answers with the
+ * fallback model. After a stored answer, memory may learn (./memory.ts `afterAnswer`).
+ */
+import type { Events } from '../lib/bindings/commands';
+import type { ConversationDto } from '../lib/bindings/ConversationDto';
+import type { ErrorDto } from '../lib/bindings/ErrorDto';
+import type { MessageDto } from '../lib/bindings/MessageDto';
+import type { SlotDto } from '../lib/bindings/SlotDto';
+import type { TurnInfoDto } from '../lib/bindings/TurnInfoDto';
+import type { ZonesDto } from '../lib/bindings/ZonesDto';
+import type { MemoryMock } from './memory';
+import type { ProvidersMock } from './providers';
+import type { Scenario } from './scenarios';
+import { fail, sleep, type HandlersFor } from './types';
+
+export const CHAT_FAILURE: ErrorDto = {
+  code: 'provider_auth',
+  message: 'TestProvider rejected the request (401): check your API key for TestProvider',
+};
+
+/** What the mock model answers, streamed in these pieces. */
+export const MOCK_ANSWER_PIECES = [
+  'Good question. ',
+  'Here is a short plan:\n',
+  '1. Start with what you already know.\n',
+  '2. Take the next step ',
+  'and check how it went.',
+];
+
+/** The answer to a question about code: Markdown with a heading, a list and a fenced block. */
+export const CODE_ANSWER_PIECES = [
+  '## Sorting by a key\n\n',
+  'Use `sorted` with a `key` function:\n\n',
+  '- it returns a **new** list\n',
+  '- `reverse=True` sorts from high to low\n\n',
+  '```python\npeople = [{"name": "Ada", "age": 36}, {"name": "Alan", "age": 41}]\n',
+  'by_age = sorted(people, key=lambda p: p["age"])\n',
+  'print(by_age[0]["name"])  # Ada\n```\n\n',
+  'That is all it takes.',
+];
+
+/** What `regenerate` streams instead of the previous answer. */
+export const REGENERATED_ANSWER_PIECES = [
+  'Another way to look at it:\n\n',
+  '- Pick one small step.\n',
+  '- Do it today.\n',
+  '- Look back tomorrow and adjust.',
+];
+
+/** A seeded answer with an XSS payload in its Markdown (scenario `markdown`): it must render inert. */
+export const XSS_ANSWER = [
+  'Here are two classic payloads, which Hearth must show as text:',
+  '',
+  '<img src=x onerror="window.__xss=1">',
+  '',
+  '<script>window.__xss=2</script>',
+  '',
+  'Inline too: <b onmouseover="window.__xss=4">hover</b>. A [safe link](https://example.com/docs) and a [bad link](javascript:window.__xss=3).',
+].join('\n');
+
+const CODE_QUESTION = /\b(code|python|script|function|sort|program)\b/i;
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+export const RECIPES_ZONES: ZonesDto = {
+  system: 812,
+  memory: 0,
+  summary: 0,
+  history: 0,
+  retrieved: 0,
+  current: 14,
+  output_reserve: 4096,
+  input_budget: 126976,
+  window: 131072,
+  dropped: 0,
+};
+
+/** Zones of the seeded code answer (scenario `markdown`): every zone used, 3 messages dropped. */
+export const PYTHON_ZONES: ZonesDto = {
+  system: 812,
+  memory: 146,
+  summary: 420,
+  history: 434,
+  retrieved: 0,
+  current: 18,
+  output_reserve: 4096,
+  input_budget: 123904,
+  window: 128000,
+  dropped: 3,
+};
+
+type StoredConversation = ConversationDto & { log: MessageDto[] };
+
+const plain = (id: number, role: 'user' | 'assistant', content: string, state = 'complete'): MessageDto => ({
+  id,
+  role,
+  content,
+  state,
+  turn: null,
+});
+
+function seedConversations(now: number, withMarkdown: boolean): StoredConversation[] {
+  const recipes: MessageDto[] = [
+    plain(1, 'user', 'What can I cook tonight with chickpeas and spinach?'),
+    {
+      ...plain(
+        2,
+        'assistant',
+        'A quick chana saag works well:\n\n1. Fry an onion, garlic and ginger.\n2. Add cumin, garam masala and the chickpeas.\n3. Stir in the spinach until it wilts, then finish with lemon.',
+      ),
+      turn: {
+        provider: 'local',
+        model: 'llama3.2',
+        input_tokens: 826,
+        output_tokens: 41,
+        cached_input_tokens: 0,
+        cost_usd: 0,
+        zones: { ...RECIPES_ZONES },
+        fallback_from: null,
+      },
+    },
+  ];
+  const trip: MessageDto[] = [
+    plain(3, 'user', 'Plan three days in Lisbon for me.'),
+    plain(4, 'assistant', 'Day 1: Alfama and the castle in the morning, then a tram ride to', 'interrupted'),
+  ];
+  const seeded: StoredConversation[] = [
+    { id: 'c-recipes', title: 'Dinner with chickpeas', updated_at: now - 2 * 60 * MINUTE, messages: 2, log: recipes },
+    { id: 'c-lisbon', title: 'Three days in Lisbon', updated_at: now - 26 * 60 * MINUTE, messages: 2, log: trip },
+  ];
+  if (withMarkdown) {
+    const python: MessageDto[] = [
+      plain(5, 'user', 'How do I sort a list of dicts by a key in Python?'),
+      {
+        ...plain(6, 'assistant', CODE_ANSWER_PIECES.join('')),
+        turn: {
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          input_tokens: 1830,
+          output_tokens: 214,
+          cached_input_tokens: 1024,
+          cost_usd: 0.0031,
+          zones: { ...PYTHON_ZONES },
+          fallback_from: null,
+        },
+      },
+    ];
+    const html: MessageDto[] = [
+      plain(7, 'user', 'What does an XSS payload look like?'),
+      {
+        ...plain(8, 'assistant', XSS_ANSWER),
+        turn: {
+          provider: 'openai',
+          model: 'mystery-model',
+          input_tokens: 912,
+          output_tokens: 96,
+          cached_input_tokens: 0,
+          cost_usd: null,
+          zones: null,
+          fallback_from: null,
+        },
+      },
+    ];
+    seeded.push(
+      { id: 'c-python', title: 'Sorting a list in Python', updated_at: now - 3 * DAY, messages: 2, log: python },
+      { id: 'c-html', title: 'Untrusted HTML', updated_at: now - 4 * DAY, messages: 2, log: html },
+    );
+  }
+  return seeded;
+}
+
+type ChatCommand =
+  | 'chat_status'
+  | 'list_conversations'
+  | 'get_messages'
+  | 'send_message'
+  | 'regenerate'
+  | 'edit_last_message'
+  | 'stop_turn'
+  | 'delete_conversation'
+  | 'open_in_main';
+
+export type ChatMock = {
+  handlers: HandlersFor<ChatCommand>;
+  /** Time between streamed pieces (ms). */
+  delay(): number;
+  setDelay(ms: number): void;
+  failNextTurn(): void;
+};
+
+export function createChatMock(options: {
+  scenario: Scenario;
+  providers: ProvidersMock;
+  memory: () => MemoryMock;
+  emit: <K extends keyof Events>(event: K, payload: Events[K]) => Promise<void>;
+}): ChatMock {
+  const { scenario, providers, emit } = options;
+  const seeded = ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off'].includes(scenario);
+  const conversations: StoredConversation[] = seeded ? seedConversations(Date.now(), scenario === 'markdown') : [];
+  let nextMessageId = 100;
+  let nextTurnId = 1;
+  let chatDelay = 120;
+  let failNext = false;
+  const stopRequested = new Set<number>();
+
+  const estimate = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
+
+  /** Model, tokens, cost and zones of one mock turn. */
+  function turnInfo(slot: SlotDto, history: MessageDto[], question: string, answer: string): TurnInfoDto {
+    const window = providers.windowFor(slot.model);
+    const reserve = 4096;
+    const zones: ZonesDto = {
+      system: 812,
+      memory: 0,
+      summary: 0,
+      history: history.reduce((sum, m) => sum + estimate(m.content), 0),
+      retrieved: 0,
+      current: estimate(question),
+      output_reserve: reserve,
+      input_budget: window - reserve,
+      window,
+      dropped: 0,
+    };
+    const input = zones.system + zones.memory + zones.summary + zones.history + zones.retrieved + zones.current;
+    const output = estimate(answer);
+    const local = providers.isLocal(slot.provider);
+    const cached = local ? 0 : Math.min(768, input);
+    const price = providers.modelInfo(slot.model);
+    let cost: number | null = null;
+    if (local) cost = 0;
+    else if (typeof price?.input_usd_per_mtok === 'number' && typeof price.output_usd_per_mtok === 'number') {
+      const cachedPrice = price.cached_usd_per_mtok ?? price.input_usd_per_mtok;
+      cost = ((input - cached) * price.input_usd_per_mtok + cached * cachedPrice + output * price.output_usd_per_mtok) / 1_000_000;
+    }
+    return {
+      provider: slot.provider,
+      model: slot.model,
+      input_tokens: input,
+      output_tokens: output,
+      cached_input_tokens: cached,
+      cost_usd: cost,
+      zones,
+      fallback_from: null,
+    };
+  }
+
+  const listing = (): ConversationDto[] =>
+    [...conversations]
+      .sort((a, b) => b.updated_at - a.updated_at)
+      .map(({ id, title, updated_at, messages }) => ({ id, title, updated_at, messages }));
+
+  function find(conversationId: string): StoredConversation {
+    const conversation = conversations.find((c) => c.id === conversationId);
+    if (!conversation) fail('not_found', `No conversation "${conversationId}".`);
+    return conversation as StoredConversation;
+  }
+
+  function requireReady(): void {
+    const current = providers.chatStatus();
+    if (!current.ready) fail('no_provider', current.hint ?? 'No model provider.');
+  }
+
+
+  /** Stream the answer for one turn (runs after the command has returned). */
+  async function streamTurn(
+    turnId: number,
+    conversation: StoredConversation | null,
+    question: string,
+    pieces: string[],
+  ): Promise<void> {
+    await sleep(chatDelay);
+    if (scenario === 'chat-fails' || failNext) {
+      failNext = false;
+      await emit('chat_failed', { turn_id: turnId, ...CHAT_FAILURE });
+      return;
+    }
+    const history = conversation ? conversation.log.slice(0, -1) : [];
+    let answer = '';
+    let stopped = false;
+    for (const piece of pieces) {
+      if (stopRequested.has(turnId)) {
+        stopped = true;
+        break;
+      }
+      answer += piece;
+      await emit('chat_token', { turn_id: turnId, text: piece });
+      await sleep(chatDelay);
+    }
+    if (stopRequested.has(turnId)) stopped = true;
+    const slots = providers.slots();
+    const main = slots.from_env ? { provider: 'env', model: 'llama3.2' } : (slots.main ?? { provider: 'local', model: 'llama3.2' });
+    const answeredBy = scenario === 'fallback' && slots.fallback_enabled && slots.fallback ? slots.fallback : main;
+    const turn = turnInfo(answeredBy, history, question, answer);
+    if (answeredBy !== main) turn.fallback_from = main.model;
+    let messageId: number | null = null;
+    if (conversation) {
+      messageId = nextMessageId++;
+      conversation.log.push({ id: messageId, role: 'assistant', content: answer, state: stopped ? 'stopped' : 'complete', turn: structuredClone(turn) });
+      conversation.messages = conversation.log.length;
+      conversation.updated_at = Date.now();
+    }
+    await emit('chat_done', {
+      turn_id: turnId,
+      conversation_id: conversation?.id ?? null,
+      answer,
+      stopped,
+      input_tokens: turn.input_tokens,
+      output_tokens: turn.output_tokens,
+      message_id: messageId,
+      turn,
+    });
+    // After the answer, the core reconciles memory in the background (never for a temporary chat).
+    if (conversation && messageId !== null && !stopped) options.memory().afterAnswer(conversation.id, messageId);
+  }
+
+  const answerFor = (question: string): string[] => (CODE_QUESTION.test(question) ? CODE_ANSWER_PIECES : MOCK_ANSWER_PIECES);
+
+  function startTurn(conversation: StoredConversation | null, question: string, pieces: string[]): { turn_id: number } {
+    const turnId = nextTurnId++;
+    void streamTurn(turnId, conversation, question, pieces);
+    return { turn_id: turnId };
+  }
+
+  function lastUserIndex(conversation: StoredConversation): number {
+    for (let i = conversation.log.length - 1; i >= 0; i--) if (conversation.log[i]?.role === 'user') return i;
+    return -1;
+  }
+
+
+  const handlers: HandlersFor<ChatCommand> = {
+    chat_status: () => providers.chatStatus(),
+    list_conversations: () => listing(),
+    get_messages: ({ conversationId }) => structuredClone(find(conversationId).log),
+    send_message: ({ conversationId, text, temporary }) => {
+      requireReady();
+      let conversation: StoredConversation | null = null;
+      // chat-fails: the provider refuses before anything is stored.
+      if (!temporary && scenario !== 'chat-fails') {
+        if (conversationId === null) {
+          const title = text.trim().split('\n')[0]?.slice(0, 48) ?? 'New chat';
+          conversation = { id: `c-${Date.now()}-${nextTurnId}`, title, updated_at: Date.now(), messages: 0, log: [] };
+          conversations.push(conversation);
+        } else {
+          conversation = find(conversationId);
+        }
+        conversation.log.push(plain(nextMessageId++, 'user', text));
+        conversation.messages = conversation.log.length;
+        conversation.updated_at = Date.now();
+      }
+      return startTurn(conversation, text, answerFor(text));
+    },
+    regenerate: ({ conversationId }) => {
+      requireReady();
+      const conversation = find(conversationId);
+      const userIndex = lastUserIndex(conversation);
+      if (userIndex < 0) fail('nothing_to_regenerate', 'This conversation has no question to answer again.');
+      // The old last answer goes; the new one is stored when it is done.
+      conversation.log.splice(userIndex + 1);
+      conversation.messages = conversation.log.length;
+      const question = conversation.log[userIndex]?.content ?? '';
+      return startTurn(conversation, question, REGENERATED_ANSWER_PIECES);
+    },
+    edit_last_message: ({ conversationId, text }) => {
+      requireReady();
+      if (text.trim() === '') fail('empty_message', 'The message is empty.');
+      const conversation = find(conversationId);
+      const userIndex = lastUserIndex(conversation);
+      if (userIndex < 0) fail('nothing_to_edit', 'This conversation has no message to edit.');
+      const user = conversation.log[userIndex] as MessageDto;
+      user.content = text;
+      conversation.log.splice(userIndex + 1);
+      conversation.messages = conversation.log.length;
+      conversation.updated_at = Date.now();
+      return startTurn(conversation, text, answerFor(text));
+    },
+    stop_turn: ({ turnId }) => {
+      stopRequested.add(turnId);
+      return null;
+    },
+    delete_conversation: ({ conversationId, deleteMemories }) => {
+      const index = conversations.findIndex((c) => c.id === conversationId);
+      if (index >= 0) conversations.splice(index, 1);
+      if (deleteMemories) options.memory().forgetConversation(conversationId);
+      return null;
+    },
+    // The real shell shows the main window and emits `open_conversation` to it. Here both
+    // windows are separate pages, so the event is emitted to this page (tests emit it in main).
+    open_in_main: async ({ conversationId }) => {
+      await emit('open_conversation', { conversation_id: conversationId });
+      return null;
+    },
+  };
+
+  return {
+    handlers,
+    delay: () => chatDelay,
+    setDelay: (ms) => {
+      chatDelay = ms;
+    },
+    failNextTurn: () => {
+      failNext = true;
+    },
+  };
+}
