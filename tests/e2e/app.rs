@@ -294,6 +294,7 @@ fn screenshot_root(name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the_tray() {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
@@ -319,7 +320,8 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     open_settings(&client).await;
     let panel = eventually("the Status panel", || status_panel(&client)).await;
     for (field, value) in doctor.as_object().expect("object") {
-        if field == "warnings" {
+        // Warnings have their own banner; job counts are the CLI's diagnostics.
+        if matches!(field.as_str(), "warnings" | "jobs" | "failed_jobs") {
             continue;
         }
         assert_eq!(
@@ -441,6 +443,7 @@ fn occupy_default_shortcut(sandbox: &Sandbox) -> Grabber {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
@@ -516,6 +519,7 @@ async fn a_taken_shortcut_is_reported_and_another_one_can_be_chosen() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
     use hearth_testkit::llm_server::{LlmServer, Reply, text_stream};
     assert!(
@@ -645,6 +649,7 @@ async fn a_chat_streams_in_the_window_and_the_cli_sees_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn after_a_turn_the_memory_updated_chip_lists_what_was_learned_and_undo_reaches_the_store() {
     use hearth_testkit::llm_server::{LlmServer, Reply, stream, text_stream};
     assert!(
@@ -743,6 +748,7 @@ async fn after_a_turn_the_memory_updated_chip_lists_what_was_learned_and_undo_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window() {
     use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
     assert!(
@@ -825,6 +831,7 @@ async fn the_quick_prompt_answers_and_opens_the_conversation_in_the_main_window(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cli() {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
