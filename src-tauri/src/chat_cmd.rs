@@ -187,7 +187,6 @@ fn start_turn<R: Runtime>(
         {
             turns.remove(&turn_id);
         }
-        let learn = result.as_ref().ok().and_then(|d| d.learn_job);
         let _ = match result {
             Ok(done) => {
                 let usage = done.usage.unwrap_or_default();
@@ -223,15 +222,8 @@ fn start_turn<R: Runtime>(
                 },
             ),
         };
-        // Learn from the exchange in the background; `memory_updated` tells the window.
-        if let Some(job) = learn
-            && let Err(e) = hearth.learn(&slots.fast, Some(job)).await
-        {
-            tracing::warn!(
-                code = e.code(),
-                "learning from the exchange failed; it will be retried"
-            );
-        }
+        // Learning from the exchange is the engine's job runner's (`memory_updated` tells
+        // the window).
     });
     Ok(SendResultDto { turn_id })
 }
@@ -253,11 +245,7 @@ pub async fn delete_conversation(
 ) -> Result<(), ErrorDto> {
     let hearth = state.hearth()?.clone();
     let deleted = tauri::async_runtime::spawn_blocking(move || {
-        if delete_memories {
-            hearth_core::memory::Memories::new(hearth.store().clone())
-                .forget_conversation(&conversation_id)?;
-        }
-        hearth.conversations().delete(&conversation_id)
+        hearth.delete_conversation(&conversation_id, delete_memories)
     })
     .await
     .map_err(|e| ErrorDto::new("internal", e.to_string()))??;

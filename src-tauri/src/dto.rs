@@ -405,6 +405,30 @@ pub struct MemoryHistoryDto {
 pub struct MemoryDetailDto {
     pub memory: MemoryDto,
     pub history: Vec<MemoryHistoryDto>,
+    /// Changes Hearth suggests to it (pinned or critical), waiting for the user.
+    pub proposals: Vec<MemoryProposalDto>,
+}
+
+/// A change Hearth suggests to a pinned or critical memory, waiting for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct MemoryProposalDto {
+    pub id: String,
+    pub memory_id: String,
+    /// The protected memory's text now.
+    pub memory_text: String,
+    /// `update` or `remove`.
+    pub action: String,
+    /// For `update`: the text Hearth suggests.
+    pub proposed_text: Option<String>,
+    /// A memory to add if accepted (the candidate that replaces the removed one).
+    pub new_memory: Option<String>,
+    pub reason: String,
+    pub conversation_id: Option<String>,
+    #[ts(type = "number | null")]
+    pub message_id: Option<i64>,
+    #[ts(type = "number")]
+    pub created: i64,
 }
 
 /// How many active memories of each kind, and how many were recently removed.
@@ -416,9 +440,12 @@ pub struct MemoryCountsDto {
     pub episode: u32,
     pub instruction: u32,
     pub removed: u32,
-    /// Tokens the critical and pinned memories alone take in the prompt, and the budget.
+    /// Tokens the critical and pinned memories alone take in the prompt, and the budget
+    /// (the prompt assembler's own, for the main model's window).
     pub always_tokens: u32,
     pub budget: u32,
+    /// Proposals waiting for the user.
+    pub proposals: u32,
 }
 
 /// The memory controls.
@@ -503,12 +530,17 @@ pub struct ModelDownloadEvent {
 #[ts(export)]
 pub struct MemoryChangeDto {
     pub memory_id: String,
-    /// `add`, `update` or `remove`.
+    /// `add`, `update`, `remove` or `proposal` (a pinned or critical memory Hearth wanted
+    /// to change: nothing changed, the proposal waits).
     pub op: String,
-    /// The memory's text after the change (for `remove`: the removed text).
+    /// The memory's text after the change (for `remove`: the removed text; for
+    /// `proposal`: what Hearth suggests).
     pub text: String,
     /// For `update`: the text before.
     pub old_text: Option<String>,
+    /// For `proposal`: the proposal to accept or reject.
+    #[serde(default)]
+    pub proposal_id: Option<String>,
 }
 
 /// Memory changed after a turn of this conversation.
@@ -666,6 +698,13 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("undo_memory_change", "{ change: MemoryChangeDto }", "null"),
     (
+        "list_memory_proposals",
+        "Record<string, never>",
+        "Array<MemoryProposalDto>",
+    ),
+    ("accept_memory_proposal", "{ id: string }", "null"),
+    ("reject_memory_proposal", "{ id: string }", "null"),
+    (
         "get_embedding_status",
         "Record<string, never>",
         "EmbeddingStatusDto",
@@ -712,6 +751,7 @@ const IMPORTS: &[&str] = &[
     "MemoryCountsDto",
     "MemoryDetailDto",
     "MemoryDto",
+    "MemoryProposalDto",
     "MemorySettingsDto",
     "MemoryUpdatedEvent",
     "MessageDto",

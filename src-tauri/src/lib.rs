@@ -91,6 +91,9 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             memory_cmd::get_memory_settings,
             memory_cmd::set_memory_settings,
             memory_cmd::undo_memory_change,
+            memory_cmd::list_memory_proposals,
+            memory_cmd::accept_memory_proposal,
+            memory_cmd::reject_memory_proposal,
             memory_cmd::get_embedding_status,
             memory_cmd::set_embedding,
             memory_cmd::download_embedding_model,
@@ -109,11 +112,18 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 turns: Mutex::new(std::collections::HashMap::new()),
                 next_turn: std::sync::atomic::AtomicU64::new(1),
                 downloading_model: std::sync::atomic::AtomicBool::new(false),
+                jobs: Mutex::new(None),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {
                 forward_events(&handle, h);
-                learn_leftovers(h);
+                // The engine's job runner: leftovers of a previous run (a crash, a `hearth
+                // chat --no-wait`), learning after each turn, re-embedding, indexing.
+                let runtime = tauri::async_runtime::handle();
+                let _entered = runtime.inner().enter();
+                if let Ok(mut jobs) = state.jobs.lock() {
+                    *jobs = Some(h.jobs().start());
+                }
             }
             app.manage(state);
             windows::create(&handle, webview_dir)?;
@@ -139,34 +149,16 @@ fn open_engine() -> (Result<Hearth, ErrorDto>, std::path::PathBuf) {
     (hearth, webview_dir)
 }
 
-/// Finishes learning and re-embedding jobs a previous run left (a crash, a `hearth chat
-/// --no-wait`, an embedding model changed with `--no-wait`).
-fn learn_leftovers(hearth: &Hearth) {
-    memory_cmd::reembed_in_background(hearth);
-    let hearth = hearth.clone();
-    tauri::async_runtime::spawn(async move {
-        let slots = match hearth_core::providers::resolve_slots(hearth.store(), None, None) {
-            Ok(Some(slots)) => slots,
-            _ => return,
-        };
-        if let Err(e) = hearth.learn(&slots.fast, None).await {
-            tracing::warn!(code = e.code(), "could not finish earlier learning jobs");
-        }
-    });
-}
-
 /// Re-emits engine events to every window.
 fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
     let mut rx = hearth.subscribe();
     let app = app.clone();
-    let hearth = hearth.clone();
     tauri::async_runtime::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
         loop {
             match rx.recv().await {
                 Ok(Event::StoreChanged) => {
                     let _ = app.emit("store_changed", ());
-                    memory_cmd::index_in_background(&hearth);
                 }
                 Ok(Event::MemoryUpdated {
                     conversation,
@@ -185,6 +177,7 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
                                     op: c.op,
                                     text: c.text,
                                     old_text: c.old_text,
+                                    proposal_id: c.proposal_id,
                                 })
                                 .collect(),
                         },

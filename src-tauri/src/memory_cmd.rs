@@ -1,14 +1,15 @@
 //! Memory commands: the Memory screen, the "Memory updated" chip's undo, and deleting a
 //! conversation's memories with it.
 
-use hearth_core::memory::{self, Actor, Filter, Kind, Memories, Memory, NewMemory, Source};
-use hearth_core::tokens::Encoding;
+use hearth_core::memory::proposals::Proposal;
+use hearth_core::memory::{self, Filter, Kind, Memory, NewMemory, Source};
+use hearth_core::{ExportFormat, MemoryService};
 use tauri::{AppHandle, Emitter, Runtime, State};
 
 use crate::dto::{
     EmbeddingStatusDto, ErrorDto, ExportResultDto, ImportResultDto, MemoryChangeDto,
-    MemoryCountsDto, MemoryDetailDto, MemoryDto, MemoryHistoryDto, MemorySettingsDto,
-    MemorySourceDto, ModelDownloadEvent,
+    MemoryCountsDto, MemoryDetailDto, MemoryDto, MemoryHistoryDto, MemoryProposalDto,
+    MemorySettingsDto, MemorySourceDto, ModelDownloadEvent,
 };
 use crate::state::AppState;
 
@@ -20,8 +21,26 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
 }
 
-fn memories(state: &AppState) -> Result<Memories, ErrorDto> {
-    Ok(Memories::new(state.hearth()?.store().clone()))
+fn memories(state: &AppState) -> Result<MemoryService, ErrorDto> {
+    Ok(state.hearth()?.memory())
+}
+
+pub(crate) fn proposal_dto(p: Proposal) -> MemoryProposalDto {
+    MemoryProposalDto {
+        id: p.id,
+        memory_id: p.memory_id,
+        memory_text: String::new(),
+        action: serde_json::to_value(p.action)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        proposed_text: p.proposed_text,
+        new_memory: p.new_memory.map(|m| m.text),
+        reason: p.reason,
+        conversation_id: p.conversation,
+        message_id: p.message_id,
+        created: p.created,
+    }
 }
 
 pub(crate) fn memory_dto(m: Memory) -> MemoryDto {
@@ -99,53 +118,24 @@ pub async fn list_memories(
         to,
         query: query.filter(|q| !q.trim().is_empty()),
     };
-    let hearth = state.hearth()?.clone();
-    let list = blocking(move || {
-        match (&filter.query, filter.removed) {
-            // Instant search is hybrid (keyword + meaning) when the embedder is at hand.
-            (Some(q), false) => hearth.search_memories(q, &filter),
-            _ => memories.list(&filter),
-        }
-    })
-    .await?;
+    let list = blocking(move || memories.list(&filter)).await?;
     Ok(list.into_iter().map(memory_dto).collect())
 }
 
 #[tauri::command]
 pub async fn memory_counts(state: State<'_, AppState>) -> Result<MemoryCountsDto, ErrorDto> {
     let memories = memories(&state)?;
-    blocking(move || {
-        let mut counts = MemoryCountsDto {
-            fact: 0,
-            preference: 0,
-            episode: 0,
-            instruction: 0,
-            removed: 0,
-            always_tokens: 0,
-            budget: hearth_core::context::MEMORY_CAP,
-        };
-        for (kind, n) in memories.counts()? {
-            match kind {
-                Kind::Fact => counts.fact = n,
-                Kind::Preference => counts.preference = n,
-                Kind::Episode => counts.episode = n,
-                Kind::Instruction => counts.instruction = n,
-            }
-        }
-        counts.removed = memories
-            .list(&Filter {
-                removed: true,
-                ..Filter::default()
-            })?
-            .len() as u32;
-        counts.always_tokens = memories
-            .always_in()?
-            .iter()
-            .map(|c| Encoding::O200kBase.count(&memory::block::render(c)) as u32 + 1)
-            .sum();
-        Ok(counts)
+    let c = blocking(move || memories.counts()).await?;
+    Ok(MemoryCountsDto {
+        fact: c.fact,
+        preference: c.preference,
+        episode: c.episode,
+        instruction: c.instruction,
+        removed: c.removed,
+        always_tokens: c.always_tokens,
+        budget: c.budget,
+        proposals: c.proposals,
     })
-    .await
 }
 
 #[tauri::command]
@@ -154,16 +144,20 @@ pub async fn get_memory(
     id: String,
 ) -> Result<MemoryDetailDto, ErrorDto> {
     let memories = memories(&state)?;
-    let (memory, history) = blocking(move || {
-        let m = memories
-            .get(&id)?
-            .ok_or_else(|| hearth_core::Error::NotFound(format!("there is no memory {id}")))?;
-        Ok((m, memories.history(&id)?))
-    })
-    .await?;
+    let detail = blocking(move || memories.detail(&id)).await?;
+    let text = detail.memory.text.clone();
     Ok(MemoryDetailDto {
-        memory: memory_dto(memory),
-        history: history
+        memory: memory_dto(detail.memory),
+        proposals: detail
+            .proposals
+            .into_iter()
+            .map(|p| MemoryProposalDto {
+                memory_text: text.clone(),
+                ..proposal_dto(p)
+            })
+            .collect(),
+        history: detail
+            .history
             .into_iter()
             .map(|h| MemoryHistoryDto {
                 op: h.op,
@@ -191,9 +185,7 @@ pub async fn add_memory(
     let mut new = NewMemory::manual(text, Kind::parse(&kind)?);
     new.pinned = pinned;
     new.critical = critical;
-    Ok(memory_dto(
-        blocking(move || memories.add(new, Actor::User)).await?,
-    ))
+    Ok(memory_dto(blocking(move || memories.add(new)).await?))
 }
 
 #[tauri::command]
@@ -204,7 +196,7 @@ pub async fn edit_memory(
 ) -> Result<MemoryDto, ErrorDto> {
     let memories = memories(&state)?;
     Ok(memory_dto(
-        blocking(move || memories.edit(&id, &text, Actor::User, None)).await?,
+        blocking(move || memories.edit(&id, &text)).await?,
     ))
 }
 
@@ -280,41 +272,10 @@ pub async fn export_memories(
     format: String,
 ) -> Result<ExportResultDto, ErrorDto> {
     let memories = memories(&state)?;
-    let ext = match format.as_str() {
-        "jsonl" => "jsonl",
-        "md" => "md",
-        other => {
-            return Err(ErrorDto::new(
-                "invalid_input",
-                format!("unknown format {other:?}: use jsonl or md"),
-            ));
-        }
-    };
-    let date = jiff::Zoned::now().strftime("%Y-%m-%d").to_string();
-    let dir = hearth_core::paths::export_dir();
-    let mut path = dir.join(format!("hearth-memories-{date}.{ext}"));
-    let mut i = 2;
-    while path.exists() {
-        path = dir.join(format!("hearth-memories-{date}-{i}.{ext}"));
-        i += 1;
-    }
-    let target = path.clone();
-    let count = blocking(move || {
-        let file = std::fs::File::create(&target).map_err(|e| {
-            hearth_core::Error::InvalidInput(format!("cannot write {}: {e}", target.display()))
-        })?;
-        let mut w = std::io::BufWriter::new(file);
-        let n = if ext == "jsonl" {
-            memories.export_jsonl(&mut w)?
-        } else {
-            memories.export_markdown(&mut w)?
-        };
-        std::io::Write::flush(&mut w).map_err(|e| {
-            hearth_core::Error::InvalidInput(format!("cannot write {}: {e}", target.display()))
-        })?;
-        Ok(n)
-    })
-    .await?;
+    let format = ExportFormat::parse(&format)?;
+    let (path, count) =
+        blocking(move || memories.export_to_folder(&hearth_core::paths::export_dir()?, format))
+            .await?;
     Ok(ExportResultDto {
         path: path.display().to_string(),
         count: count as u32,
@@ -338,8 +299,8 @@ pub async fn import_memories(
 pub async fn get_memory_settings(
     state: State<'_, AppState>,
 ) -> Result<MemorySettingsDto, ErrorDto> {
-    let store = state.hearth()?.store().clone();
-    let s = blocking(move || memory::settings(&store)).await?;
+    let memories = memories(&state)?;
+    let s = blocking(move || memories.settings()).await?;
     Ok(MemorySettingsDto {
         enabled: s.enabled,
         extraction_paused: s.extraction_paused,
@@ -352,12 +313,12 @@ pub async fn set_memory_settings(
     enabled: bool,
     extraction_paused: bool,
 ) -> Result<MemorySettingsDto, ErrorDto> {
-    let store = state.hearth()?.store().clone();
+    let memories = memories(&state)?;
     let s = memory::MemorySettings {
         enabled,
         extraction_paused,
     };
-    blocking(move || memory::set_settings(&store, s)).await?;
+    blocking(move || memories.set_settings(s)).await?;
     Ok(MemorySettingsDto {
         enabled,
         extraction_paused,
@@ -370,29 +331,56 @@ pub async fn undo_memory_change(
     change: MemoryChangeDto,
 ) -> Result<(), ErrorDto> {
     let memories = memories(&state)?;
-    blocking(move || {
-        match change.op.as_str() {
-            "add" => {
-                memories.delete(&change.memory_id)?;
-            }
-            "update" => {
-                let old = change.old_text.ok_or_else(|| {
-                    hearth_core::Error::InvalidInput("an update to undo needs its old text".into())
-                })?;
-                memories.edit(&change.memory_id, &old, Actor::User, None)?;
-            }
-            "remove" => {
-                memories.restore(&change.memory_id)?;
-            }
-            other => {
-                return Err(hearth_core::Error::InvalidInput(format!(
-                    "cannot undo {other:?}"
-                )));
-            }
+    let change = memory::Change {
+        memory_id: change.memory_id,
+        op: change.op,
+        text: change.text,
+        old_text: change.old_text,
+        proposal_id: change.proposal_id,
+    };
+    blocking(move || memories.undo(&change)).await
+}
+
+/// Changes Hearth suggests to pinned or critical memories, oldest first.
+#[tauri::command]
+pub async fn list_memory_proposals(
+    state: State<'_, AppState>,
+) -> Result<Vec<MemoryProposalDto>, ErrorDto> {
+    let memories = memories(&state)?;
+    let list = blocking(move || {
+        let mut out = Vec::new();
+        for p in memories.proposals()? {
+            let text = memories
+                .get(&p.memory_id)
+                .map(|m| m.text)
+                .unwrap_or_default();
+            out.push(MemoryProposalDto {
+                memory_text: text,
+                ..proposal_dto(p)
+            });
         }
-        Ok(())
+        Ok(out)
     })
-    .await
+    .await?;
+    Ok(list)
+}
+
+#[tauri::command]
+pub async fn accept_memory_proposal(
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<(), ErrorDto> {
+    let memories = memories(&state)?;
+    blocking(move || memories.accept_proposal(&id).map(|_| ())).await
+}
+
+#[tauri::command]
+pub async fn reject_memory_proposal(
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<(), ErrorDto> {
+    let memories = memories(&state)?;
+    blocking(move || memories.reject_proposal(&id)).await
 }
 
 #[tauri::command]
@@ -402,50 +390,6 @@ pub async fn count_conversation_memories(
 ) -> Result<u32, ErrorDto> {
     let memories = memories(&state)?;
     blocking(move || memories.count_from_conversation(&conversation_id)).await
-}
-
-/// Indexing runs one at a time; a request while one runs makes it go round once more.
-static INDEXING: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// Gives memories added or edited since (here, by the CLI, by an import) their vectors, in
-/// the background, one run at a time (progress as `embedding_progress` events). Called
-/// when the store changes; cheap when there is nothing to do.
-pub(crate) fn index_in_background(hearth: &hearth_core::Hearth) {
-    use std::sync::atomic::Ordering;
-    // 0 idle, 1 running, 2 running and asked again.
-    if INDEXING.fetch_add(1, Ordering::SeqCst) > 0 {
-        INDEXING.store(2, Ordering::SeqCst);
-        return;
-    }
-    let hearth = hearth.clone();
-    tauri::async_runtime::spawn_blocking(move || {
-        loop {
-            if let Err(e) = hearth.embed_pending() {
-                tracing::warn!(code = e.code(), "could not index new memories");
-            }
-            // Asked again while running: go round once more; else stop.
-            if INDEXING
-                .compare_exchange(1, 0, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-            {
-                break;
-            }
-            INDEXING.store(1, Ordering::SeqCst);
-        }
-    });
-}
-
-/// Gives memories vectors from the current embedding model, off the UI's way (progress
-/// goes out as `embedding_progress` events).
-pub(crate) fn reembed_in_background(hearth: &hearth_core::Hearth) {
-    let hearth = hearth.clone();
-    tauri::async_runtime::spawn_blocking(move || {
-        if let Err(e) = hearth.reembed(None) {
-            tracing::warn!(code = e.code(), "re-embedding memories stopped; will retry");
-        }
-        // And whatever else is new (memories added while the app was closed).
-        index_in_background(&hearth);
-    });
 }
 
 async fn embedding_status(state: &AppState) -> Result<EmbeddingStatusDto, ErrorDto> {
@@ -473,37 +417,14 @@ pub async fn set_embedding(
     provider: Option<String>,
     model: Option<String>,
 ) -> Result<EmbeddingStatusDto, ErrorDto> {
-    use hearth_core::embed::EmbeddingChoice;
-    let choice = match kind.as_str() {
-        "local" => EmbeddingChoice::Local,
-        "off" => EmbeddingChoice::Off,
-        "provider" => match (provider, model) {
-            (Some(p), Some(m)) if !p.trim().is_empty() && !m.trim().is_empty() => {
-                EmbeddingChoice::Provider {
-                    provider: p.trim().to_owned(),
-                    model: m.trim().to_owned(),
-                    dimensions: 0,
-                }
-            }
-            _ => {
-                return Err(ErrorDto::new(
-                    "invalid_input",
-                    "choose a provider and type its embedding model",
-                ));
-            }
-        },
-        other => {
-            return Err(ErrorDto::new(
-                "invalid_input",
-                format!("unknown embedding choice {other:?}"),
-            ));
-        }
-    };
+    let choice = hearth_core::embed::EmbeddingChoice::from_form(
+        &kind,
+        provider.as_deref(),
+        model.as_deref(),
+    )?;
+    // A re-embedding job, if the model changed, goes to the engine's job runner.
     let hearth = state.hearth()?.clone();
-    let h = hearth.clone();
-    if blocking(move || h.set_embedding(choice)).await?.is_some() {
-        reembed_in_background(&hearth);
-    }
+    blocking(move || hearth.set_embedding(choice)).await?;
     embedding_status(&state).await
 }
 
@@ -538,8 +459,6 @@ pub async fn download_embedding_model<R: Runtime>(
     })
     .await;
     state.downloading_model.store(false, Ordering::SeqCst);
-    if result?.is_some() {
-        reembed_in_background(&hearth);
-    }
+    result?;
     embedding_status(&state).await
 }

@@ -21,6 +21,8 @@ pub struct AppState {
     pub next_turn: AtomicU64,
     /// The local embedding model is downloading (one download at a time).
     pub downloading_model: AtomicBool,
+    /// The engine's background job workers, while the app runs.
+    pub jobs: Mutex<Option<hearth_core::RunningJobs>>,
 }
 
 impl AppState {

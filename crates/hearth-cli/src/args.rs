@@ -80,7 +80,9 @@ pub enum Command {
     /// forget, export and import.
     ///
     /// Deleting is real: the memory, its search entries and the texts in its history are
-    /// gone. Memories the assistant removed stay restorable for 30 days (--removed).
+    /// gone. Memories the assistant removed stay restorable until you empty them
+    /// (--removed). Hearth never changes a pinned or critical memory on its own: it
+    /// proposes, and you accept or reject (proposals).
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
@@ -93,6 +95,14 @@ pub enum Command {
     Embedding {
         #[command(subcommand)]
         command: EmbeddingCommand,
+    },
+    /// Durable background jobs (learning from conversations, re-embedding memories).
+    ///
+    /// The desktop app runs them as they come; `hearth chat` runs the one it waits for.
+    /// Their counts and failures are in `hearth doctor`.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
     },
     /// Measure retrieval quality on public datasets.
     Eval {
@@ -171,6 +181,15 @@ pub enum ProvidersCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Run every job that is due now, one at a time, until none is left.
+    ///
+    /// Safe beside the app or another `hearth jobs run`: each job is run by one worker,
+    /// and a result is applied only while its worker still holds the job.
+    Run,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum EvalCommand {
     /// Memory retrieval on LoCoMo: recall@5, recall@10 and MRR@10 for bm25, vector and
     /// hybrid search, overall and per category (1–4).
@@ -223,8 +242,20 @@ pub enum MemoryCommand {
     Delete { id: String },
     /// Bring back a memory the assistant removed.
     Restore { id: String },
-    /// Show a memory with its provenance and the history of its changes.
+    /// Show a memory with its provenance, the history of its changes and Hearth's proposals.
     Show { id: String },
+    /// Changes Hearth suggests to pinned or critical memories, waiting for you.
+    Proposals,
+    /// Apply a proposal (a removal is soft: restorable under --removed).
+    Accept {
+        /// The proposal's id (p-…).
+        id: String,
+    },
+    /// Drop a proposal; the memory stays as it is.
+    Reject {
+        /// The proposal's id (p-…).
+        id: String,
+    },
     /// Delete memories for good: all of them, or those created between two dates.
     ///
     /// Dates are YYYY-MM-DD in your time zone; --to is inclusive. Asks on a terminal;
@@ -243,7 +274,7 @@ pub enum MemoryCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Write every memory to FILE: jsonl (lossless, with history) or md (readable).
+    /// Write every memory to FILE: jsonl (with history; re-importable) or md (readable).
     ///
     /// The file is NOT encrypted: anyone who can read it can read your memories.
     Export {

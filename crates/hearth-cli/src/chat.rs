@@ -97,8 +97,10 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         // Learn from the exchange before exiting, so `hearth memory list` shows it.
         let mut learned = Vec::new();
         if let (Some(job), false) = (outcome.learn_job, no_wait) {
-            match hearth.learn(&slots.fast, Some(job)).await {
-                Ok(changes) => learned = changes,
+            let runner = hearth.jobs().with_fast_model(slots.fast.clone());
+            match runner.run_job(job).await {
+                Ok(Some(hearth_core::JobResult::Learned(changes))) => learned = changes,
+                Ok(_) => {}
                 Err(e) => eprintln!("warning: could not learn from this exchange yet: {e}"),
             }
             if !json && !learned.is_empty() {
@@ -199,7 +201,8 @@ pub fn delete(out: &Out, id: &str, yes: bool) -> Result<(), Failure> {
             "not confirmed: run on a terminal and type yes, or pass --yes",
         ));
     }
-    if !conversations()?.delete(id)? {
+    let hearth = Hearth::open_oneshot(&open_options()?)?;
+    if !hearth.delete_conversation(id, false)? {
         return Err(not_found(id));
     }
     if out.json {

@@ -76,11 +76,17 @@ fn finish(out: &Out, hearth: &Hearth, job: Option<JobId>, no_wait: bool) -> Resu
                 }
             }
         });
-        let result = hearth.reembed(Some(job));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::new("internal", e.to_string()))?;
+        let result = runtime.block_on(hearth.jobs().run_job(job));
         if terminal {
             eprintln!();
         }
-        embedded = result?;
+        if let Some(hearth_core::JobResult::Embedded(n)) = result? {
+            embedded = n;
+        }
     }
     let status = hearth.embedding_status()?;
     if out.json {

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use hearth_core::{Hearth, OpenOptions};
 
-use args::{Cli, Command, ConversationsCommand, EvalCommand, KeyCommand};
+use args::{Cli, Command, ConversationsCommand, EvalCommand, JobsCommand, KeyCommand};
 use output::{Failure, Out};
 
 /// mimalloc keeps the pages of the embedder's large, short-lived tensors instead of
@@ -74,6 +74,9 @@ fn main() -> ExitCode {
         Command::Eval {
             command: EvalCommand::Memory { locomo },
         } => memory::eval(&out, &locomo),
+        Command::Jobs {
+            command: JobsCommand::Run,
+        } => run_jobs(&out),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),
@@ -116,6 +119,29 @@ pub(crate) fn open_options() -> Result<OpenOptions, Failure> {
     Ok(opts)
 }
 
+fn run_jobs(out: &Out) -> Result<(), Failure> {
+    let opts = open_options()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new("internal", e.to_string()))?;
+    let ran = runtime.block_on(async {
+        let hearth = Hearth::open_oneshot(&opts)?;
+        hearth.jobs().run_until_idle().await
+    })?;
+    let counts = Hearth::open_oneshot(&opts)?.status_blocking()?.jobs;
+    if out.json {
+        out.print_json(&serde_json::json!({ "ran": ran, "jobs": counts }));
+    } else {
+        println!(
+            "Ran {ran} jobs; {} queued, {} running, {} failed.",
+            counts.queued, counts.running, counts.failed
+        );
+    }
+    Ok(())
+}
+
 fn doctor(out: &Out) -> Result<(), Failure> {
     let opts = open_options()?;
     let hearth = Hearth::open_oneshot(&opts)?;
@@ -124,7 +150,7 @@ fn doctor(out: &Out) -> Result<(), Failure> {
         out.print_json(&status);
     } else {
         let s = &status;
-        let rows: [(&str, String); 11] = [
+        let rows: [(&str, String); 12] = [
             ("data_dir", s.data_dir.clone()),
             ("db_path", s.db_path.clone()),
             ("db_id", s.db_id.clone()),
@@ -136,9 +162,25 @@ fn doctor(out: &Out) -> Result<(), Failure> {
             ("encrypted", s.encrypted.to_string()),
             ("fts5", s.fts5.to_string()),
             ("vec0", s.vec0.to_string()),
+            (
+                "jobs",
+                format!(
+                    "{} queued, {} running, {} failed",
+                    s.jobs.queued, s.jobs.running, s.jobs.failed
+                ),
+            ),
         ];
         for (name, value) in rows {
             println!("{name:<19} {value}");
+        }
+        for j in &s.failed_jobs {
+            println!(
+                "failed job          {} {} after {} attempts: {}",
+                j.id,
+                j.kind,
+                j.attempts,
+                j.code.as_deref().unwrap_or("unknown")
+            );
         }
         for w in &s.warnings {
             println!("warning: {w}");

@@ -1,18 +1,30 @@
 //! `hearth memory …`
 
-use std::io::{BufReader, BufWriter, Write};
-
-use hearth_core::Hearth;
-use hearth_core::memory::{Actor, Filter, Kind, Memories, Memory, NewMemory};
+use hearth_core::memory::proposals::{Proposal, ProposalAction};
+use hearth_core::memory::{Filter, Kind, Memory, NewMemory};
+use hearth_core::{ExportFormat, Hearth, MemoryService};
 use serde_json::json;
 
 use crate::args::MemoryCommand;
 use crate::output::{Failure, Out};
 use crate::{open_options, secrets};
 
-fn memories() -> Result<Memories, Failure> {
-    let hearth = Hearth::open_oneshot(&open_options()?)?;
-    Ok(Memories::new(hearth.store().clone()))
+fn memories() -> Result<MemoryService, Failure> {
+    Ok(Hearth::open_oneshot(&open_options()?)?.memory())
+}
+
+fn proposal_line(p: &Proposal) -> String {
+    let what = match (p.action, &p.proposed_text) {
+        (ProposalAction::Update, Some(t)) => format!("change to: {t}"),
+        (ProposalAction::Update, None) => "change it".to_owned(),
+        (ProposalAction::Remove, _) => "remove it".to_owned(),
+    };
+    let also = p
+        .new_memory
+        .as_ref()
+        .map(|m| format!("; then remember: {}", m.text))
+        .unwrap_or_default();
+    format!("{}  on {}: {what}{also}  ({})", p.id, p.memory_id, p.reason)
 }
 
 /// A local calendar day's start, in ms since the epoch (the user's time zone).
@@ -107,22 +119,17 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
             let mut new = NewMemory::manual(text, Kind::parse(&kind)?);
             new.pinned = pin;
             new.critical = critical;
-            let m = memories.add(new, Actor::User)?;
+            let m = memories.add(new)?;
             print_memory(out, &m);
         }
         MemoryCommand::Edit { id, text } => {
-            let m = memories.edit(&id, &text, Actor::User, None)?;
+            let m = memories.edit(&id, &text)?;
             print_memory(out, &m);
         }
         MemoryCommand::Pin { id } => print_memory(out, &memories.set_pinned(&id, true)?),
         MemoryCommand::Unpin { id } => print_memory(out, &memories.set_pinned(&id, false)?),
         MemoryCommand::Delete { id } => {
-            if !memories.delete(&id)? {
-                return Err(Failure::new(
-                    "not_found",
-                    format!("there is no memory {id}"),
-                ));
-            }
+            memories.delete(&id)?;
             if out.json {
                 out.print_json(&json!({ "deleted": id }));
             } else {
@@ -131,14 +138,12 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
         }
         MemoryCommand::Restore { id } => print_memory(out, &memories.restore(&id)?),
         MemoryCommand::Show { id } => {
-            let m = memories
-                .get(&id)?
-                .ok_or_else(|| Failure::new("not_found", format!("there is no memory {id}")))?;
-            let history = memories.history(&id)?;
+            let detail = memories.detail(&id)?;
+            let (m, history) = (&detail.memory, &detail.history);
             if out.json {
                 out.print_json(&json!({ "memory": m, "history": history }));
             } else {
-                println!("{}", line(&m));
+                println!("{}", line(m));
                 println!(
                     "source: {}",
                     serde_json::to_string(&m.source).unwrap_or_default()
@@ -152,6 +157,44 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
                     };
                     println!("  {} by {:?}{change}", h.op, h.actor);
                 }
+                for p in &detail.proposals {
+                    println!("Hearth suggests: {}", proposal_line(p));
+                }
+            }
+        }
+        MemoryCommand::Proposals => {
+            let list = memories.proposals()?;
+            if out.json {
+                out.print_json(&list);
+            } else if list.is_empty() {
+                println!("No proposals: Hearth suggests no change to your protected memories.");
+            } else {
+                for p in &list {
+                    println!("{}", proposal_line(p));
+                }
+                println!(
+                    "Accept with: hearth memory accept ID   Reject with: hearth memory reject ID"
+                );
+            }
+        }
+        MemoryCommand::Accept { id } => {
+            let changes = memories.accept_proposal(&id)?;
+            if out.json {
+                out.print_json(&json!({ "accepted": id }));
+            } else {
+                let what: Vec<String> = changes
+                    .iter()
+                    .map(|c| format!("{} {}", c.op, c.memory_id))
+                    .collect();
+                println!("Accepted {id}: {}.", what.join(", "));
+            }
+        }
+        MemoryCommand::Reject { id } => {
+            memories.reject_proposal(&id)?;
+            if out.json {
+                out.print_json(&json!({ "rejected": id }));
+            } else {
+                println!("Rejected {id}; the memory stays as it is.");
             }
         }
         MemoryCommand::Forget { all, from, to, yes } => {
@@ -185,26 +228,11 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
             }
         }
         MemoryCommand::Export { file, format } => {
-            let format =
-                format.unwrap_or_else(|| match file.extension().and_then(|e| e.to_str()) {
-                    Some("md") | Some("markdown") => "md".into(),
-                    _ => "jsonl".into(),
-                });
-            let f = std::fs::File::create(&file)
-                .map_err(|e| Failure::new("io", format!("cannot write {}: {e}", file.display())))?;
-            let mut w = BufWriter::new(f);
-            let n = match format.as_str() {
-                "jsonl" => memories.export_jsonl(&mut w)?,
-                "md" => memories.export_markdown(&mut w)?,
-                other => {
-                    return Err(Failure::new(
-                        "invalid_input",
-                        format!("unknown format {other:?}: use jsonl or md"),
-                    ));
-                }
+            let format = match format {
+                Some(f) => ExportFormat::parse(&f)?,
+                None => ExportFormat::for_path(&file),
             };
-            w.flush()
-                .map_err(|e| Failure::new("io", format!("cannot write {}: {e}", file.display())))?;
+            let n = memories.export_to(&file, format)?;
             eprintln!(
                 "note: {} is not encrypted; anyone who can read it can read these memories.",
                 file.display()
@@ -216,9 +244,7 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
             }
         }
         MemoryCommand::Import { file } => {
-            let f = std::fs::File::open(&file)
-                .map_err(|e| Failure::new("io", format!("cannot read {}: {e}", file.display())))?;
-            let report = memories.import_jsonl(BufReader::new(f))?;
+            let report = memories.import_file(&file)?;
             if out.json {
                 out.print_json(&report);
             } else {

@@ -23,9 +23,14 @@ const COMMANDS: &[&[&str]] = &[
     &["memory", "delete"],
     &["memory", "restore"],
     &["memory", "show"],
+    &["memory", "proposals"],
+    &["memory", "accept"],
+    &["memory", "reject"],
     &["memory", "forget"],
     &["memory", "export"],
     &["memory", "import"],
+    &["jobs"],
+    &["jobs", "run"],
     &["embedding"],
     &["embedding", "show"],
     &["embedding", "use"],
@@ -118,6 +123,8 @@ fn every_error_code_the_engine_can_return_is_documented() {
         "database",
         "internal",
         "confirmation_required",
+        "not_found",
+        "lease_lost",
     ] {
         assert!(
             doc.contains(&format!("| `{code}` |")),

@@ -109,11 +109,12 @@ async fn switching_to_a_providers_model_re_embeds_every_memory_and_loses_nothing
     assert_eq!(queued["status"]["dimensions"], 16, "measured by a probe");
     assert_eq!(queued["status"]["embedded"], 0);
     assert!(queued["job"].is_i64(), "{queued}");
+
+    // The provider goes away: search is still hybrid-or-keyword (never an error) and finds
+    // the memory; the command fails clearly, the memories are all there.
+    server.set_embeddings_down(true);
     let meanwhile = ok(&home, &server, &["memory", "list", "--query", "cello"]).await;
     assert_eq!(search_texts(&meanwhile), ["Plays the cello on Tuesdays"]);
-
-    // The provider goes away: the command fails clearly, the memories are all there.
-    server.set_embeddings_down(true);
     let out = run(&home, &server, &["embedding", "use", "lab:bow-16"]).await;
     assert_eq!(
         out.status.code(),

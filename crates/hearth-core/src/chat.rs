@@ -284,7 +284,7 @@ async fn gather(
 }
 
 /// The window of `model`: its provider's setting, else the model table.
-fn window_of(model: &ChatModel, table: &ModelTable) -> u32 {
+pub(crate) fn window_of(model: &ChatModel, table: &ModelTable) -> u32 {
     model
         .context_window
         .unwrap_or_else(|| table.window(&model.model).0)

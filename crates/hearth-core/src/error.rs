@@ -96,6 +96,11 @@ pub enum Error {
     /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
     Task(String),
+
+    /// A job's lease ran out and another worker took the job over: this worker's result
+    /// is not applied.
+    #[error("the job was taken over by another worker")]
+    LeaseLost,
 }
 
 impl Error {
@@ -115,6 +120,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::NoHomeDir => "no_home_dir",
             Error::Io { .. } => "io",
+            Error::LeaseLost => "lease_lost",
             Error::Database(_) => "database",
             Error::Llm(e) => e.code(),
             Error::Embed(e) => e.code(),

@@ -13,7 +13,7 @@ pub enum Event {
         conversation: String,
         /// The answer of the exchange.
         message: i64,
-        changes: Vec<crate::memory::extract::Change>,
+        changes: Vec<crate::memory::Change>,
     },
     /// Re-embedding memories with `model`: `done` of `total` have its vectors.
     EmbeddingProgress {

@@ -10,6 +10,7 @@ pub mod embed;
 mod error;
 mod events;
 mod failpoint;
+mod fsio;
 mod hearth;
 pub mod llm;
 pub mod memory;
@@ -24,7 +25,10 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use events::Event;
-pub use hearth::{EmbeddingStatus, Hearth, REEMBED_JOB, Status};
+pub use hearth::{
+    EmbeddingStatus, ExportFormat, FailedJob, Hearth, JobResult, JobRunner, MemoryCounts,
+    MemoryDetail, MemoryService, REEMBED_JOB, RunPolicy, RunningJobs, Status,
+};
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};
 pub use store::{OpenOptions, Passphrase};

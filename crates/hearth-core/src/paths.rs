@@ -7,15 +7,16 @@ use crate::{Error, Result};
 /// Environment variable that overrides the data directory.
 pub const HOME_ENV: &str = "HEARTH_HOME";
 
-/// Where exports go: the user's Downloads folder, else their home, else the temp folder.
-pub fn export_dir() -> PathBuf {
+/// Where the app writes exports: the user's Downloads folder, else their home.
+pub fn export_dir() -> Result<PathBuf> {
+    // Never a shared temp folder: an export is plaintext.
     directories::UserDirs::new()
-        .and_then(|u| {
+        .map(|u| {
             u.download_dir()
                 .map(Path::to_path_buf)
-                .or_else(|| Some(u.home_dir().to_path_buf()))
+                .unwrap_or_else(|| u.home_dir().to_path_buf())
         })
-        .unwrap_or_else(std::env::temp_dir)
+        .ok_or(Error::NoHomeDir)
 }
 
 /// The data directory: `$HEARTH_HOME` when set and non-empty, else the platform's data dir

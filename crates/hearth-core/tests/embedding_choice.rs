@@ -69,10 +69,7 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
 
     // The provider answers one batch of 32, then fails.
     server.embeddings_fail_after(1);
-    let h = hearth.clone();
-    let failed = tokio::task::spawn_blocking(move || h.reembed(Some(job)))
-        .await
-        .expect("join");
+    let failed = hearth.jobs().run_job(job).await;
     let err = failed.expect_err("the provider went down midway");
     assert_eq!(err.code(), "provider_unavailable");
     assert_eq!(
@@ -106,12 +103,12 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
     .expect("join")
     .expect("set again")
     .expect("38 left: a job");
-    let h = hearth.clone();
-    let n = tokio::task::spawn_blocking(move || h.reembed(Some(job)))
-        .await
-        .expect("join")
-        .expect("reembed");
-    assert_eq!(n, 38, "only the ones without a vector");
+    let n = hearth.jobs().run_job(job).await.expect("reembed");
+    assert_eq!(
+        n,
+        Some(hearth_core::JobResult::Embedded(38)),
+        "only the ones without a vector"
+    );
     assert_eq!(progress(&mut rx), [(32, 70), (64, 70), (70, 70), (70, 70)]);
     let status = hearth.embedding_status().expect("status");
     assert_eq!((status.embedded, status.memories), (70, 70));

@@ -37,8 +37,10 @@ fn a_failed_job_is_retried_then_given_up() {
             .expect("claim")
             .expect("job is runnable");
         assert_eq!((job.id, job.attempts), (id, attempt));
-        jobs.fail(id, "provider unreachable", Duration::from_secs(30))
-            .expect("fail");
+        assert!(
+            jobs.fail(job.lease(), "provider unreachable", Duration::from_secs(30))
+                .expect("fail")
+        );
     }
     let job = jobs.get(id).expect("get").expect("exists");
     assert_eq!(job.state, JobState::Failed);
@@ -117,7 +119,21 @@ fn a_job_claimed_by_a_killed_worker_runs_again() {
         .expect("reclaimed");
     assert_eq!((again.id, again.attempts), (id, 2));
     assert_eq!(again.payload, serde_json::json!({"path": "notes.md"}));
-    jobs.complete(id).expect("complete");
+    assert_eq!(again.lease_generation, 2, "a new claim, a new lease");
+    // The dead worker's lease no longer counts: were it to wake, it could not finish,
+    // fail or renew the job.
+    let stale = hearth_core::store::jobs::Lease {
+        job: id,
+        generation: 1,
+    };
+    assert!(!jobs.complete(stale).expect("complete"));
+    assert!(!jobs.fail(stale, "late", Duration::ZERO).expect("fail"));
+    assert!(!jobs.heartbeat(stale, LEASE).expect("renew"));
+    assert_eq!(
+        jobs.get(id).expect("get").expect("job").state,
+        JobState::Running
+    );
+    assert!(jobs.complete(again.lease()).expect("complete"));
     assert_eq!(
         jobs.get(id).expect("get").expect("job").state,
         JobState::Done

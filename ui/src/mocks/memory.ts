@@ -292,9 +292,19 @@ export function createMemoryMock(options: {
         removed: memories.filter((m) => m.status === 'removed').length,
         always_tokens: active.filter((m) => m.pinned || m.critical).reduce((sum, m) => sum + tokensFor(m), 0),
         budget: MEMORY_BUDGET,
+        proposals: proposals.filter((p) => active.some((m) => m.id === p.memory_id)).length,
       };
     },
-    get_memory: ({ id }) => ({ memory: structuredClone(find(id)), history: structuredClone(history.get(id) ?? []) }),
+    get_memory: ({ id }) => {
+      const memory = structuredClone(find(id));
+      return {
+        memory,
+        history: structuredClone(history.get(id) ?? []),
+        proposals: proposals
+          .filter((p) => p.memory_id === id)
+          .map((p) => ({ ...structuredClone(p), memory_text: memory.text })),
+      };
+    },
     add_memory: ({ text, kind, pinned, critical }) => {
       const m = insert({ text: checkText(text), kind: checkKind(kind), pinned, critical }, 'user');
       return structuredClone(m);

@@ -49,6 +49,27 @@ impl EmbeddingChoice {
         }
     }
 
+    /// The choice as a form gives it: `kind` is `local`, `off` or `provider`, the last
+    /// with a provider and its model (the app's Memory screen). Same rules as [`parse`].
+    ///
+    /// [`parse`]: EmbeddingChoice::parse
+    pub fn from_form(kind: &str, provider: Option<&str>, model: Option<&str>) -> Result<Self> {
+        match kind.trim() {
+            "provider" => match (provider.map(str::trim), model.map(str::trim)) {
+                (Some(p), Some(m)) if !p.is_empty() && !m.is_empty() && !p.contains(':') => {
+                    Self::parse(&format!("{p}:{m}"))
+                }
+                _ => Err(Error::InvalidInput(
+                    "choose a provider and type its embedding model".into(),
+                )),
+            },
+            "local" | "off" => Self::parse(kind),
+            other => Err(Error::InvalidInput(format!(
+                "unknown embedding choice {other:?}: use local, off, or a provider's model"
+            ))),
+        }
+    }
+
     /// How the choice is written on the command line.
     pub fn label(&self) -> String {
         match self {

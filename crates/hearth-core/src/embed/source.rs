@@ -208,7 +208,7 @@ impl ModelSource {
             let revision = revision.unwrap_or_else(|| "main".into());
             let refs = repo_dir.join("refs");
             std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
-            write_atomically(&refs.join("main"), revision.as_bytes())?;
+            crate::fsio::write_atomic(&refs.join("main"), revision.as_bytes(), false)?;
             Ok(())
         })?;
         find_in_hub_cache(cache).ok_or_else(|| {
@@ -380,16 +380,6 @@ async fn write_body(
     }
     out.sync_all().map_err(disk)?;
     Ok(done)
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = temp_path(path);
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
 }
 
 /// A name beside `dest` no other writer uses: `.<name>.<pid>.<n>.part`.

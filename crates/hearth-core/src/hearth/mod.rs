@@ -1,5 +1,11 @@
 //! [`Hearth`]: the one handle the desktop shell and the CLI talk to.
 
+mod jobs;
+mod memory;
+
+pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
+pub use memory::{ExportFormat, MemoryCounts, MemoryDetail, MemoryService};
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,6 +29,11 @@ const EVENT_CAPACITY: usize = 256;
 /// A `streaming` answer not checkpointed for this long belongs to a turn that died.
 pub const STALE_TURN: Duration = Duration::from_secs(30);
 
+/// The least cosine similarity for which a memory found only by meaning is listed in a
+/// search the user reads; below it the vector index's nearest neighbours are mostly
+/// unrelated (the memory block, which ranks rather than lists, keeps them all).
+pub const SEARCH_MIN_SIMILARITY: f64 = 0.3;
+
 /// How often other processes' commits are looked for.
 pub const CHANGE_POLL_INTERVAL: Duration = Duration::from_millis(300);
 
@@ -42,10 +53,9 @@ struct Inner {
     /// The embedder the user chose, when it can be used (the local model only once its
     /// files are on this computer; loaded on first use). Swapped when the choice changes.
     embedder: EmbedderSlot,
+    /// Wakes this process's job workers (if started) when a job is queued here.
+    jobs_wake: jobs::Wake,
 }
-
-/// The job that gives every memory a vector from the embedding model now in use.
-pub const REEMBED_JOB: &str = "memory_reembed";
 
 /// Memories embedded per step of a re-embedding (one progress event each).
 const REEMBED_BATCH: usize = 32;
@@ -216,8 +226,21 @@ pub struct Status {
     pub encrypted: bool,
     pub fts5: bool,
     pub vec0: bool,
+    /// Durable background jobs: waiting, running, failed for good.
+    pub jobs: crate::store::jobs::JobCounts,
+    /// The error codes of jobs that failed for good, newest first (at most 10).
+    pub failed_jobs: Vec<FailedJob>,
     /// Things the user should know (e.g. the key is kept in a plain file).
     pub warnings: Vec<String>,
+}
+
+/// A job that gave up: its kind and the error code of its last attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedJob {
+    pub id: i64,
+    pub kind: String,
+    pub code: Option<String>,
+    pub attempts: u32,
 }
 
 impl Hearth {
@@ -247,12 +270,6 @@ impl Hearth {
         if let Err(e) = sweep_dead_turns(&store, liveness.as_ref().map(|l| l.id.as_str())) {
             tracing::warn!(error = %e, "could not look for turns of processes that died");
         }
-        // "Recently removed" memories older than 30 days are deleted for real.
-        match crate::memory::Memories::new(store.clone()).purge_expired(crate::time::now_millis()) {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(n, "deleted memories removed more than 30 days ago"),
-            Err(e) => tracing::warn!(error = %e, "could not empty old removed memories"),
-        }
         let choice: EmbeddingChoice = store
             .setting(crate::embed::CHOICE_SETTING)?
             .unwrap_or_default();
@@ -279,6 +296,7 @@ impl Hearth {
                 sources: std::sync::Mutex::new(sources),
                 liveness,
                 embedder,
+                jobs_wake: Default::default(),
             }),
         })
     }
@@ -314,62 +332,17 @@ impl Hearth {
         )
     }
 
-    /// Runs memory-learning jobs with the `fast` model: job `only` (the one a command
-    /// started), or every runnable one. Emits [`Event::MemoryUpdated`] for each exchange
-    /// that changed memory; returns all the changes. A job that fails is retried later.
-    pub async fn learn(
-        &self,
-        fast: &crate::chat::ChatModel,
-        only: Option<crate::store::jobs::JobId>,
-    ) -> Result<Vec<crate::memory::extract::Change>> {
-        use crate::memory::extract::{Exchange, JOB_KIND, Learner};
-        const LEASE: Duration = Duration::from_secs(300);
-        let jobs = self.inner.store.jobs();
-        let learner = Learner {
-            memories: crate::memory::Memories::new(self.inner.store.clone()),
-            client: self.inner.llm.clone(),
-            fast: fast.clone(),
-            embedder: self.inner.embedder.get(),
-        };
-        let mut all = Vec::new();
-        loop {
-            let job = match only {
-                Some(id) => jobs.claim_id(id, LEASE)?,
-                None => jobs.claim(&[JOB_KIND], LEASE)?,
-            };
-            let Some(job) = job else { break };
-            let exchange: Exchange = match serde_json::from_value(job.payload.clone()) {
-                Ok(e) => e,
-                Err(_) => {
-                    jobs.fail(job.id, "malformed payload", Duration::from_secs(3600))?;
-                    continue;
-                }
-            };
-            match learner.learn(&exchange).await {
-                Ok(changes) => {
-                    jobs.complete(job.id)?;
-                    if !changes.is_empty() {
-                        let _ = self.inner.events.send(Event::MemoryUpdated {
-                            conversation: exchange.conversation.clone(),
-                            message: exchange.answer_message,
-                            changes: changes.clone(),
-                        });
-                    }
-                    all.extend(changes);
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        code = e.code(),
-                        "learning from an exchange failed; will retry"
-                    );
-                    jobs.fail(job.id, e.code(), Duration::from_secs(60))?;
-                }
-            }
-            if only.is_some() {
-                break;
-            }
-        }
-        Ok(all)
+    /// The job runner (learning, re-embedding; folder ingestion next). The app starts it;
+    /// the CLI runs the job a command waits for.
+    pub fn jobs(&self) -> JobRunner {
+        JobRunner::new(self.clone())
+    }
+
+    /// The models the user chose for each job (main, fast, fallback), or the one-off
+    /// provider of the environment (`HEARTH_PROVIDER_URL`); `None` when nothing is set up.
+    /// Blocking.
+    pub fn model_slots(&self) -> Result<Option<ModelSlots>> {
+        crate::providers::resolve_slots(&self.inner.store, None, None)
     }
 
     /// The embedder memory search uses, if any.
@@ -488,52 +461,26 @@ impl Hearth {
             .store
             .jobs()
             .enqueue(REEMBED_JOB, &serde_json::json!({ "model": model }))?;
+        jobs::wake(&self.inner.jobs_wake, crate::store::jobs::Lane::Memory);
         Ok(Some(job))
     }
 
-    /// Runs re-embedding jobs: `only` (the one a command started) or every runnable one.
-    /// Embeds memories lacking a vector from the model in use, a batch at a time, emitting
-    /// [`Event::EmbeddingProgress`] at the start and after each. A job for a model no longer in use ends at
-    /// once. A failure (the provider went away) leaves the job to be retried; memories
-    /// keep their text and stay findable by keyword. Returns how many were embedded. Blocking.
-    pub fn reembed(&self, only: Option<crate::store::jobs::JobId>) -> Result<usize> {
-        const LEASE: Duration = Duration::from_secs(300);
-        let jobs = self.inner.store.jobs();
-        let mut done_now = 0;
-        loop {
-            let job = match only {
-                Some(id) => jobs.claim_id(id, LEASE)?,
-                None => jobs.claim(&[REEMBED_JOB], LEASE)?,
-            };
-            let Some(job) = job else { break };
-            let wanted = job.payload["model"].as_str().unwrap_or("").to_owned();
-            let embedder = self.inner.embedder.get();
-            let Some(embedder) = embedder.filter(|e| e.model_id() == wanted) else {
-                jobs.complete(job.id)?;
-                if only.is_some() {
-                    break;
-                }
-                continue;
-            };
-            let result = self.embed_all(embedder.as_ref(), || jobs.heartbeat(job.id, LEASE), true);
-            match result {
-                Ok(n) => {
-                    done_now += n;
-                    jobs.complete(job.id)?;
-                }
-                Err(e) => {
-                    tracing::warn!(code = e.code(), "re-embedding memories failed; will retry");
-                    jobs.fail(job.id, e.code(), Duration::from_secs(60))?;
-                    if only.is_some() {
-                        return Err(e);
-                    }
-                }
-            }
-            if only.is_some() {
-                break;
-            }
-        }
-        Ok(done_now)
+    /// A re-embedding job: embeds memories lacking a vector from the model in use, a batch
+    /// at a time, emitting [`Event::EmbeddingProgress`] at the start and after each, and
+    /// checking between batches that the job is still this worker's. A job for a model no
+    /// longer in use ends at once. A failure (the provider went away) keeps what was done;
+    /// memories keep their text and stay findable by keyword. Blocking.
+    fn reembed_for(&self, job: &crate::store::jobs::Job) -> Result<usize> {
+        let wanted = job.payload["model"].as_str().unwrap_or("").to_owned();
+        let Some(embedder) = self.inner.embedder.get().filter(|e| e.model_id() == wanted) else {
+            return Ok(0);
+        };
+        let (jobs, lease) = (self.inner.store.jobs(), job.lease());
+        let alive = || match jobs.heartbeat(lease, Duration::from_secs(60))? {
+            true => Ok(()),
+            false => Err(Error::LeaseLost),
+        };
+        self.embed_all(embedder.as_ref(), alive, true)
     }
 
     /// Gives every memory that lacks one a vector from the model in use: new memories, edits,
@@ -594,7 +541,13 @@ impl Hearth {
         let memories = crate::memory::Memories::new(self.inner.store.clone());
         let vector = match &self.inner.embedder.get() {
             Some(e) => {
-                memories.embed_pending(e.as_ref(), 256)?;
+                // An embedder that is down leaves the search keyword-only, never failed.
+                if let Err(err) = memories.embed_pending(e.as_ref(), 256) {
+                    tracing::warn!(
+                        code = err.code(),
+                        "could not embed new memories for a search"
+                    );
+                }
                 e.embed(&[query])
                     .ok()
                     .and_then(|mut v| v.pop())
@@ -609,7 +562,12 @@ impl Hearth {
             200,
         )?;
         let mut out = Vec::new();
-        for c in found {
+        // A search the user reads lists what matches: by its words, or close in meaning —
+        // not every nearest neighbour the vector index returns.
+        for c in found
+            .into_iter()
+            .filter(|c| c.lexical || c.similarity.is_some_and(|s| s >= SEARCH_MIN_SIMILARITY))
+        {
             if let Some(m) = memories.get(&c.id)?
                 && filter.admits(&m)
             {
@@ -617,6 +575,42 @@ impl Hearth {
             }
         }
         Ok(out)
+    }
+
+    /// Memory: every use case of the Memory screen and `hearth memory`.
+    pub fn memory(&self) -> MemoryService {
+        MemoryService::new(self.clone())
+    }
+
+    /// Tokens the memory zone of a prompt may use with the main model: the assembler's
+    /// own budget for that model's window (so the Memory screen shows the number used).
+    pub fn memory_budget(&self) -> Result<u32> {
+        let store = &self.inner.store;
+        let window = match crate::providers::resolve_slots(store, None, None)? {
+            Some(slots) => {
+                let table = crate::models::Models::new(store.clone()).table()?;
+                crate::chat::window_of(&slots.main, &table)
+            }
+            None => crate::context::DEFAULT_WINDOW,
+        };
+        Ok(crate::context::Budgets::for_window(window).memory)
+    }
+
+    /// Deletes a conversation and its messages for real, and the memory proposals that
+    /// came from it; with `with_memories`, the memories learned in it too. False if there
+    /// was no such conversation. Blocking.
+    pub fn delete_conversation(&self, id: &str, with_memories: bool) -> Result<bool> {
+        let memories = crate::memory::Memories::new(self.inner.store.clone());
+        if with_memories {
+            memories.forget_conversation(id)?;
+        } else {
+            memories.drop_proposals_from(id)?;
+        }
+        let deleted = self.conversations().delete(id)?;
+        if deleted {
+            self.inner.store.checkpoint_wal();
+        }
+        Ok(deleted)
     }
 
     /// Conversation storage.
@@ -639,7 +633,7 @@ impl Hearth {
             .lock()
             .map(|s| s.clone())
             .unwrap_or_default();
-        crate::chat::run_turn(
+        let outcome = crate::chat::run_turn(
             &self.inner.store,
             &self.inner.llm,
             models,
@@ -649,7 +643,13 @@ impl Hearth {
             cancel,
             on_text,
         )
-        .await
+        .await?;
+        if outcome.learn_job.is_some() {
+            // Answer, then learn: the app's memory worker takes the job now; the CLI runs
+            // it itself (see `JobRunner::run_job`).
+            jobs::wake(&self.inner.jobs_wake, crate::store::jobs::Lane::Memory);
+        }
+        Ok(outcome)
     }
 
     /// The status report, on this thread.
@@ -669,6 +669,19 @@ impl Hearth {
             encrypted: info.encrypted,
             fts5: info.fts5,
             vec0: info.vec0,
+            jobs: store.jobs().counts()?,
+            failed_jobs: store
+                .jobs()
+                .failed()?
+                .into_iter()
+                .take(10)
+                .map(|j| FailedJob {
+                    id: j.id,
+                    kind: j.kind,
+                    code: j.last_error,
+                    attempts: j.attempts,
+                })
+                .collect(),
             warnings: info
                 .key_backend
                 .warning()

@@ -59,6 +59,10 @@ pub struct Candidate {
     pub use_count: u32,
     /// Fused relevance to the query (0 when it was not found by either index).
     pub relevance: f64,
+    /// Found by its words (the full-text index).
+    pub lexical: bool,
+    /// Cosine similarity to the query vector, when found by the vector index.
+    pub similarity: Option<f64>,
 }
 
 const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
@@ -78,6 +82,8 @@ fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)>
             last_used: r.get(9)?,
             use_count: r.get(10)?,
             relevance: 0.0,
+            lexical: false,
+            similarity: None,
         },
     ))
 }
@@ -119,7 +125,9 @@ impl Memories {
                 let rows = stmt.query_map(params![q, pool as i64], row_to_candidate)?;
                 for (rank, row) in rows.enumerate() {
                     let (n, cand) = row?;
-                    found.entry(n).or_insert(cand).relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
+                    let c = found.entry(n).or_insert(cand);
+                    c.relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
+                    c.lexical = true;
                 }
             }
             if let Some((model, dims, blob)) = vec {
@@ -132,15 +140,20 @@ impl Memories {
                 if exists {
                     // vec0 cannot filter by status or model, so ask for more and filter.
                     let mut stmt = c.prepare(&format!(
-                        "SELECT {CANDIDATE_COLUMNS} FROM (SELECT rowid, distance FROM {table}
+                        "SELECT {CANDIDATE_COLUMNS}, v.distance FROM (SELECT rowid, distance FROM {table}
                             WHERE embedding MATCH ?1 AND k = ?2) v
                          JOIN memories m ON m.n = v.rowid
                          WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
                     ))?;
-                    let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], row_to_candidate)?;
+                    let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], |r| {
+                        Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
+                    })?;
                     for (rank, row) in rows.take(pool).enumerate() {
-                        let (n, cand) = row?;
-                        found.entry(n).or_insert(cand).relevance += vector_weight() / (RRF_K + rank as f64 + 1.0);
+                        let ((n, cand), distance) = row?;
+                        let c = found.entry(n).or_insert(cand);
+                        c.relevance += vector_weight() / (RRF_K + rank as f64 + 1.0);
+                        // vec0's cosine distance is 1 − cosine similarity.
+                        c.similarity = Some(1.0 - distance);
                     }
                 }
             }

@@ -8,8 +8,11 @@
 //! - a **user's delete** is real: the row, its FTS5 entry and its vector go (the FTS index
 //!   is optimised so no segment keeps the text; the store runs with `secure_delete`), and
 //!   its history keeps only a tombstone without text;
-//! - a **removal by the model** during reconciliation is soft: status `removed`, listed
-//!   under "Recently removed" until restored, emptied, or 30 days old;
+//! - a **removal by the model** (reconciliation DELETE, a "forget that …" the model
+//!   resolved) is soft: status `removed`, listed under "Recently removed" until the user
+//!   restores it or empties the list — nothing the model decides is a real delete;
+//! - the model never changes a **pinned or critical** memory: what it wants to do to one
+//!   becomes a [`proposals::Proposal`] the user accepts or rejects;
 //! - **forget everything / between dates** deletes for real.
 //!
 //! **Invariant:** no memory text is ever logged; this module never calls a model (the
@@ -18,6 +21,7 @@
 pub mod block;
 pub mod eval;
 pub mod extract;
+pub mod proposals;
 pub mod transfer;
 
 use rusqlite::{OptionalExtension, Row, params, params_from_iter};
@@ -27,8 +31,6 @@ use crate::store::Store;
 use crate::time::{Millis, now_millis};
 use crate::{Error, Result};
 
-/// How long a memory removed by the model stays restorable.
-pub const REMOVED_RETENTION_MS: Millis = 30 * 24 * 60 * 60 * 1000;
 /// Longest memory text accepted.
 pub const MAX_TEXT: usize = 2_000;
 
@@ -80,7 +82,7 @@ pub enum Status {
     Active,
     /// Merged into another memory.
     Superseded,
-    /// Removed by the model; restorable for 30 days.
+    /// Removed by the model (or by the user's "forget that …"); restorable until emptied.
     Removed,
 }
 
@@ -183,6 +185,28 @@ pub struct Memory {
     /// (the user is asked, or restores it). Never set for the user's own removals.
     #[serde(default)]
     pub removal_awaits_consent: bool,
+    /// For an imported memory: the origin its file claimed (informational only; `source`
+    /// is `import` whatever a file says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<serde_json::Value>,
+}
+
+/// A change applied to memory after an exchange (the "Memory updated" chip), with what
+/// undoing it needs ([`Memories::undo`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub memory_id: String,
+    /// `add`, `update`, `remove` (soft), or `proposal` (a pinned or critical memory the
+    /// model wanted to change: nothing changed, a proposal waits for the user).
+    pub op: String,
+    /// The memory's text after the change; for `remove`, the removed text; for
+    /// `proposal`, what Hearth suggests (the new text, or the memory's text to remove).
+    pub text: String,
+    /// For `update` and an update `proposal`: the text before.
+    pub old_text: Option<String>,
+    /// For `proposal`: the proposal to accept or reject.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
 }
 
 /// A new memory.
@@ -324,7 +348,7 @@ fn new_id() -> String {
 
 const COLUMNS: &str = "id, text, kind, subject, importance, pinned, critical, confidence, source_kind, \
     source_conversation, source_message, source_file, event_at, created_at, updated_at, last_used_at, \
-    use_count, status, removed_at, embed_model, removal_awaits_consent";
+    use_count, status, removed_at, embed_model, removal_awaits_consent, imported_from";
 
 fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
     let source = match r.get::<_, String>(8)?.as_str() {
@@ -357,6 +381,9 @@ fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
         removed_at: r.get(18)?,
         embed_model: r.get(19)?,
         removal_awaits_consent: r.get(20)?,
+        imported_from: r
+            .get::<_, Option<String>>(21)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 
@@ -508,11 +535,22 @@ pub(crate) fn update_text_tx(
 }
 
 /// Soft-removes a memory inside a transaction; returns its text, or `None` if it was not
-/// active.
+/// active. A removal by the assistant is marked as awaiting the user's consent.
 pub(crate) fn remove_tx(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
     actor: Actor,
+    source: Option<&str>,
+) -> rusqlite::Result<Option<String>> {
+    remove_marked_tx(tx, id, actor, actor == Actor::Assistant, source)
+}
+
+/// [`remove_tx`] with the consent mark given (false once the user accepted the removal).
+pub(crate) fn remove_marked_tx(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    actor: Actor,
+    awaits_consent: bool,
     source: Option<&str>,
 ) -> rusqlite::Result<Option<String>> {
     let text: Option<String> = tx
@@ -526,7 +564,7 @@ pub(crate) fn remove_tx(
         tx.execute(
             "UPDATE memories SET status = 'removed', removed_at = ?1, updated_at = ?1,
                removal_awaits_consent = ?3 WHERE id = ?2",
-            params![now_millis(), id, actor == Actor::Assistant],
+            params![now_millis(), id, awaits_consent],
         )?;
         log(tx, id, "remove", None, None, actor, source)?;
     }
@@ -557,6 +595,8 @@ pub(crate) fn purge(
             "UPDATE memory_history SET old_text = NULL, new_text = NULL, source = NULL WHERE memory_id = ?1",
             [id],
         )?;
+        // Its proposals may quote its text: they go with it.
+        tx.execute("DELETE FROM memory_proposals WHERE memory_id = ?1", [id])?;
         log(tx, id, "delete", None, None, Actor::User, None)?;
     }
     if !victims.is_empty() {
@@ -831,20 +871,26 @@ impl Memories {
             return Ok(0);
         }
         let ids = ids.to_vec();
-        self.store.write_blocking(move |c| {
-            let tx = c.transaction()?;
-            let marks = (1..=ids.len())
-                .map(|i| format!("?{i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let args: Vec<rusqlite::types::Value> = ids.into_iter().map(Into::into).collect();
-            let n = purge(&tx, &format!("id IN ({marks})"), &args)?;
-            tx.commit()?;
-            Ok(n)
-        })
+        self.store
+            .write_blocking(move |c| {
+                let tx = c.transaction()?;
+                let marks = (1..=ids.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let args: Vec<rusqlite::types::Value> = ids.into_iter().map(Into::into).collect();
+                let n = purge(&tx, &format!("id IN ({marks})"), &args)?;
+                tx.commit()?;
+                Ok(n)
+            })
+            .inspect(|&n| {
+                if n > 0 {
+                    self.store.checkpoint_wal();
+                }
+            })
     }
 
-    /// A removal decided by the model: soft, restorable for 30 days.
+    /// A soft removal: restorable until the user empties "Recently removed".
     pub fn remove(&self, id: &str, actor: Actor, source: Option<&Source>) -> Result<bool> {
         let (id, source) = (id.to_owned(), source.and_then(source_json));
         self.store.write_blocking(move |c| {
@@ -892,14 +938,6 @@ impl Memories {
         self.purge_where("status = 'removed'", Vec::new())
     }
 
-    /// Deletes for real what was removed more than 30 days before `now`.
-    pub fn purge_expired(&self, now: Millis) -> Result<usize> {
-        self.purge_where(
-            "status = 'removed' AND removed_at < ?1",
-            vec![(now - REMOVED_RETENTION_MS).into()],
-        )
-    }
-
     /// Forget everything: every memory, for real.
     pub fn forget_all(&self) -> Result<usize> {
         self.purge_where("1 = 1", Vec::new())
@@ -918,12 +956,15 @@ impl Memories {
         )
     }
 
-    /// Deletes for real the memories learned in a conversation.
+    /// Deletes for real the memories learned in a conversation, and every proposal that
+    /// came from it (they quote what was said there).
     pub fn forget_conversation(&self, conversation: &str) -> Result<usize> {
-        self.purge_where(
+        let n = self.purge_where(
             "source_conversation = ?1",
             vec![conversation.to_owned().into()],
-        )
+        )?;
+        self.drop_proposals_from(conversation)?;
+        Ok(n)
     }
 
     fn purge_where(
@@ -931,12 +972,18 @@ impl Memories {
         where_sql: &'static str,
         args: Vec<rusqlite::types::Value>,
     ) -> Result<usize> {
-        self.store.write_blocking(move |c| {
-            let tx = c.transaction()?;
-            let n = purge(&tx, where_sql, &args)?;
-            tx.commit()?;
-            Ok(n)
-        })
+        self.store
+            .write_blocking(move |c| {
+                let tx = c.transaction()?;
+                let n = purge(&tx, where_sql, &args)?;
+                tx.commit()?;
+                Ok(n)
+            })
+            .inspect(|&n| {
+                if n > 0 {
+                    self.store.checkpoint_wal();
+                }
+            })
     }
 
     /// A memory's history, oldest first (for a deleted memory: its tombstones).
@@ -1192,12 +1239,11 @@ mod tests {
                 .iter()
                 .all(|h| h.old_text.is_none() && h.new_text.is_none())
         );
-        store
-            .write_blocking(|c| c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);"))
-            .expect("checkpoint");
+        // No checkpoint here: the delete itself empties the WAL, whose older frames would
+        // otherwise still hold the text.
         assert!(
             !contains(&raw_bytes(tmp.path()), marker),
-            "secure_delete and an optimised index leave no copy in the file"
+            "secure_delete, an optimised index and a WAL checkpoint leave no copy in the files"
         );
         assert_eq!(
             memories.get(&keep.id).expect("get").map(|k| k.text),
@@ -1264,13 +1310,8 @@ mod tests {
         memories
             .remove(&b.id, Actor::Assistant, None)
             .expect("remove");
-        assert_eq!(memories.purge_expired(now_millis()).expect("not yet"), 0);
-        assert_eq!(
-            memories
-                .purge_expired(now_millis() + REMOVED_RETENTION_MS + 1)
-                .expect("expired"),
-            2
-        );
+        // Removed memories stay restorable until the user empties the list: no retention.
+        assert_eq!(memories.empty_removed().expect("empty"), 2);
         assert!(memories.get(&a.id).expect("get").is_none());
     }
 

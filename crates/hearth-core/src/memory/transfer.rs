@@ -1,11 +1,14 @@
 //! Export and import of memories. Exports are plaintext by design (the user asked for a
 //! copy they can read); the UI and CLI say so.
 //!
-//! JSON Lines (lossless; schema in `docs/memory-formats.md`): one object per memory, with
-//! its history. Markdown: readable, grouped by kind. Import reads JSON Lines and skips
-//! memories whose normalized text already exists, so importing twice adds nothing.
+//! JSON Lines (schema in `docs/memory-formats.md`): one object per memory, with its
+//! history. Markdown: readable, grouped by kind. Import reads JSON Lines and skips
+//! memories whose normalized text already exists, so importing twice adds nothing. An
+//! imported memory's source is `import` whatever the file says (the claimed origin is kept
+//! as `imported_from`, informational only): a file cannot forge where a memory came from.
+//! Import reads at most [`MAX_IMPORT_BYTES`], lines of at most [`MAX_IMPORT_LINE`].
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
@@ -15,6 +18,11 @@ use crate::{Error, Result};
 
 /// The `schema` of every exported line.
 pub const SCHEMA: &str = "hearth.memory/1";
+
+/// Largest import accepted (a file of 10,000 memories with history is ~10 MB).
+pub const MAX_IMPORT_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest line of an import (one memory and its history).
+pub const MAX_IMPORT_LINE: usize = 1024 * 1024;
 
 /// One exported memory.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,17 +105,53 @@ impl Memories {
     }
 
     /// Imports JSON Lines written by [`Memories::export_jsonl`]; memories whose normalized
-    /// text already exists are skipped. A malformed line stops the import before anything
-    /// is written, naming the line.
+    /// text already exists are skipped. A malformed or over-long line, or an input over
+    /// [`MAX_IMPORT_BYTES`], stops the import before anything is written, naming the line.
     pub fn import_jsonl(&self, input: impl BufRead) -> Result<ImportReport> {
         let mut items = Vec::new();
-        for (i, line) in input.lines().enumerate() {
-            let line = line.map_err(|e| Error::io("import", e))?;
+        let mut input = input.take(MAX_IMPORT_BYTES + 1);
+        let mut raw = Vec::new();
+        let mut read_total: u64 = 0;
+        for i in 0.. {
+            raw.clear();
+            let n = (&mut input)
+                .take(MAX_IMPORT_LINE as u64 + 1)
+                .read_until(b'\n', &mut raw)
+                .map_err(|e| Error::io("import", e))?;
+            if n == 0 {
+                break;
+            }
+            read_total += n as u64;
+            if read_total > MAX_IMPORT_BYTES {
+                return Err(Error::InvalidInput(format!(
+                    "the import is larger than {} MiB; nothing was imported",
+                    MAX_IMPORT_BYTES / (1024 * 1024)
+                )));
+            }
+            if raw.len() > MAX_IMPORT_LINE && raw.last() != Some(&b'\n') {
+                return Err(Error::InvalidInput(format!(
+                    "line {} is longer than {} KiB; nothing was imported",
+                    i + 1,
+                    MAX_IMPORT_LINE / 1024
+                )));
+            }
+            let Ok(line) = std::str::from_utf8(&raw) else {
+                return Err(Error::InvalidInput(format!(
+                    "line {} is not UTF-8 text; nothing was imported",
+                    i + 1
+                )));
+            };
             if line.trim().is_empty() {
                 continue;
             }
-            let item: Exported = serde_json::from_str(&line).map_err(|e| {
-                Error::InvalidInput(format!("line {} is not a Hearth memory ({e})", i + 1))
+            // serde's message can quote the line's text: name the position only.
+            let item: Exported = serde_json::from_str(line).map_err(|e| {
+                Error::InvalidInput(format!(
+                    "line {} is not a Hearth memory ({:?} error at column {})",
+                    i + 1,
+                    e.classify(),
+                    e.column()
+                ))
             })?;
             if item.schema != SCHEMA {
                 return Err(Error::InvalidInput(format!(
@@ -124,7 +168,7 @@ impl Memories {
                 pinned: item.memory.pinned,
                 critical: item.memory.critical,
                 confidence: item.memory.confidence,
-                source: item.memory.source.clone(),
+                source: Source::Import,
                 event_at: item.memory.event_at,
                 created: Some(item.memory.created),
             };
@@ -188,6 +232,18 @@ impl Memories {
                         item.memory.status == Status::Removed && item.memory.removal_awaits_consent
                     ],
                 )?;
+                // The origin the file claims, kept for the user to read; never the source.
+                let claimed = match (&item.memory.source, &item.memory.imported_from) {
+                    (Source::Import, Some(earlier)) => Some(earlier.clone()),
+                    (Source::Import, None) | (Source::Manual, _) => None,
+                    (other, _) => serde_json::to_value(other).ok(),
+                };
+                if let Some(claimed) = claimed {
+                    tx.execute(
+                        "UPDATE memories SET imported_from = ?1 WHERE id = ?2",
+                        params![claimed.to_string(), id],
+                    )?;
+                }
                 report.added += 1;
             }
             tx.commit()?;

@@ -16,7 +16,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use super::sidecar::write_atomic;
+use crate::fsio::write_atomic;
 use crate::paths::DataDir;
 use crate::{Error, Result};
 
@@ -553,7 +553,7 @@ fn remove_file(path: &std::path::Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => {
             if let Some(dir) = path.parent() {
-                super::sidecar::sync_dir(dir);
+                crate::fsio::sync_dir(dir);
             }
             Ok(())
         }

@@ -69,6 +69,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "removal consent",
         sql: include_str!("migrations/0010_removal_consent.sql"),
     },
+    Migration {
+        version: 11,
+        name: "memory proposals",
+        sql: include_str!("migrations/0011_memory_proposals.sql"),
+    },
+    Migration {
+        version: 12,
+        name: "job leases and lanes",
+        sql: include_str!("migrations/0012_job_leases.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -201,6 +201,23 @@ impl Store {
         f(&mut conn).map_err(|e| Error::sqlite(e, &self.inner.dir.db_path()))
     }
 
+    /// Copies the write-ahead log into the database and truncates it, so that pages a real
+    /// delete overwrote (zeroed by `secure_delete`) do not linger in the WAL with the old
+    /// text. Best effort: a reader holding an old snapshot can keep part of it until the
+    /// next checkpoint. Call after a real delete commits.
+    pub fn checkpoint_wal(&self) {
+        let done = self.write_blocking(|c| {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        });
+        match done {
+            Ok(0) => {}
+            Ok(_) => tracing::debug!("the WAL checkpoint was partial (a reader is busy)"),
+            Err(e) => tracing::warn!(code = e.code(), "the WAL checkpoint failed"),
+        }
+    }
+
     /// Runs `f` with a reader connection on this thread.
     pub fn read_blocking<T>(
         &self,

@@ -1,6 +1,5 @@
 //! The plaintext sidecar beside the database: its id and where its key lives. No secrets.
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -59,44 +58,6 @@ impl Sidecar {
     /// Replaces the sidecar atomically (write, fsync, rename, fsync the directory).
     pub fn write(&self, path: &Path) -> Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| Error::Database(e.to_string()))?;
-        write_atomic(path, &json, false)
+        crate::fsio::write_atomic(path, &json, false)
     }
-}
-
-/// Writes `bytes` to `path` so that a crash leaves either the old or the new file, never a
-/// torn one. With `private`, the file is created with mode 0600 on Unix.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| Error::corrupt(path, "no parent directory"))?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        if private {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        #[cfg(not(unix))]
-        let _ = private;
-        let mut file = options.open(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    }
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
-    sync_dir(dir);
-    Ok(())
-}
-
-/// Flushes a directory entry change (rename, unlink) to disk where the OS supports it.
-pub(crate) fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
 }

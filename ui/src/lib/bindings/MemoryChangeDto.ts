@@ -6,13 +6,13 @@
  */
 export type MemoryChangeDto = { memory_id: string, 
 /**
- * `add`, `update`, `remove` or `proposal` (a suggested change to a pinned or critical
- * memory, waiting for the user).
+ * `add`, `update`, `remove` or `proposal` (a pinned or critical memory Hearth wanted
+ * to change: nothing changed, the proposal waits).
  */
 op: string, 
 /**
- * The memory's text after the change (for `remove`: the removed text; for `proposal`:
- * Hearth's suggestion, the proposed new text or, for a removal, the memory's text).
+ * The memory's text after the change (for `remove`: the removed text; for
+ * `proposal`: what Hearth suggests).
  */
 text: string, 
 /**
@@ -20,6 +20,6 @@ text: string,
  */
 old_text: string | null, 
 /**
- * For `proposal`: the proposal's id.
+ * For `proposal`: the proposal to accept or reject.
  */
 proposal_id: string | null, };

@@ -5,6 +5,11 @@
  */
 export type MemoryCountsDto = { fact: number, preference: number, episode: number, instruction: number, removed: number, 
 /**
- * Tokens the critical and pinned memories alone take in the prompt, and the budget.
+ * Tokens the critical and pinned memories alone take in the prompt, and the budget
+ * (the prompt assembler's own, for the main model's window).
  */
-always_tokens: number, budget: number, };
+always_tokens: number, budget: number, 
+/**
+ * Proposals waiting for the user.
+ */
+proposals: number, };
