@@ -118,6 +118,8 @@ fn every_error_code_the_engine_can_return_is_documented() {
         "database",
         "internal",
         "confirmation_required",
+        "provider_redirect",
+        "provider_insecure",
     ] {
         assert!(
             doc.contains(&format!("| `{code}` |")),
