@@ -312,21 +312,30 @@ impl LlmClient {
             .filter_map(|m| m["name"].as_str().or_else(|| m["model"].as_str()))
             .map(str::to_owned)
             .collect();
-        let shows = names.iter().take(limits::MAX_SHOWN_MODELS).map(|name| {
-            let req = self
-                .http
-                .post(format!("{root}/api/show"))
-                .timeout(Duration::from_secs(10))
-                .json(&serde_json::json!({ "model": name }));
-            async move {
-                let response = req.send().await.ok()?.error_for_status().ok()?;
-                let body =
-                    http::read_body(response, limits::MAX_LISTING_BODY, Duration::from_secs(10))
-                        .await
-                        .ok()?;
-                context_length(&serde_json::from_slice(&body).ok()?)
-            }
-        });
+        // Collected first: a stream over a closure taking `&String` would make this future
+        // not `Send` for every lifetime, which the desktop shell's commands need.
+        let shows: Vec<_> = names
+            .iter()
+            .take(limits::MAX_SHOWN_MODELS)
+            .map(|name| {
+                let req = self
+                    .http
+                    .post(format!("{root}/api/show"))
+                    .timeout(Duration::from_secs(10))
+                    .json(&serde_json::json!({ "model": name }));
+                async move {
+                    let response = req.send().await.ok()?.error_for_status().ok()?;
+                    let body = http::read_body(
+                        response,
+                        limits::MAX_LISTING_BODY,
+                        Duration::from_secs(10),
+                    )
+                    .await
+                    .ok()?;
+                    context_length(&serde_json::from_slice(&body).ok()?)
+                }
+            })
+            .collect();
         let mut windows: Vec<Option<u32>> = futures_util::stream::iter(shows)
             .buffered(limits::SHOW_CONCURRENCY)
             .collect()
