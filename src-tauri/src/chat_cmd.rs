@@ -171,17 +171,34 @@ fn start_turn<R: Runtime>(
     }
     tauri::async_runtime::spawn(async move {
         let emitter = app.clone();
-        let result = hearth
-            .chat(&slots, options, &cancel, move |piece| {
-                let _ = emitter.emit(
-                    "chat_token",
-                    ChatTokenEvent {
-                        turn_id,
-                        text: piece.to_owned(),
-                    },
-                );
+        // The turn runs in a task of its own so that a panic in it still ends the turn
+        // here: its answer row is marked failed by the engine as the turn unwinds (which
+        // also stops its checkpoints), and the window gets `chat_failed`.
+        let turn = {
+            let (hearth, slots) = (hearth.clone(), slots.clone());
+            tauri::async_runtime::spawn(async move {
+                hearth
+                    .chat(&slots, options, &cancel, move |piece| {
+                        let _ = emitter.emit(
+                            "chat_token",
+                            ChatTokenEvent {
+                                turn_id,
+                                text: piece.to_owned(),
+                            },
+                        );
+                    })
+                    .await
             })
-            .await;
+        };
+        let result = match turn.await {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::error!(error = %e, "the chat turn panicked");
+                Err(hearth_core::Error::Task(
+                    "the turn stopped unexpectedly; the answer was not saved".into(),
+                ))
+            }
+        };
         if let Some(state) = app.try_state::<AppState>()
             && let Ok(mut turns) = state.turns.lock()
         {

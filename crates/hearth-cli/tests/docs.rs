@@ -125,6 +125,8 @@ fn every_error_code_the_engine_can_return_is_documented() {
         "confirmation_required",
         "not_found",
         "lease_lost",
+        "provider_redirect",
+        "provider_insecure",
     ] {
         assert!(
             doc.contains(&format!("| `{code}` |")),

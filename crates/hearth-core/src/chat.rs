@@ -407,120 +407,111 @@ pub(crate) async fn run_turn(
     };
 
     // Checkpoints: a background task saves the answer so far, so a crash loses little.
+    // The guard stops it on every way out of this function (a panic, an early return) and
+    // marks the answer failed if the turn did not get to write its end.
     let so_far = Arc::new(Mutex::new(String::new()));
-    let checkpoints = answer_id.map(|id| {
-        let (convs, so_far) = (convs.clone(), so_far.clone());
-        tokio::spawn(async move {
-            // Also a heartbeat: a row that stops being touched belongs to a dead turn.
-            let (mut saved, mut last_write) = (0usize, Instant::now());
-            loop {
-                tokio::time::sleep(CHECKPOINT_INTERVAL).await;
-                let text = so_far.lock().map(|t| t.clone()).unwrap_or_default();
-                if text.len() != saved || last_write.elapsed() >= HEARTBEAT_INTERVAL {
-                    (saved, last_write) = (text.len(), Instant::now());
-                    let c = convs.clone();
-                    let _ = tokio::task::spawn_blocking(move || {
-                        c.update(id, &text, encoding, MessageState::Streaming)
-                    })
-                    .await;
-                }
-            }
-        })
-    });
+    let mut checkpoints = Checkpoints::start(&convs, answer_id, so_far.clone(), encoding);
     let sink = so_far.clone();
     let mut zones = assembled.zones;
     let mut messages = assembled.messages;
     let mut retried_smaller = false;
     let mut fallback_from: Option<(String, String)> = None;
-    let result = loop {
-        let request = ChatRequest {
-            model: model.model.clone(),
-            messages: std::mem::take(&mut messages),
-            max_output_tokens: Some(zones.output_reserve),
-            ..ChatRequest::default()
-        };
-        let call_started = Instant::now();
-        let result = client
-            .stream_chat(&model.provider, &request, cancel, |event| {
-                if let StreamEvent::Text(t) = event {
-                    if let Ok(mut s) = sink.lock() {
-                        s.push_str(&t);
+    // The calls: `Err` only when recording usage failed (the store), never for a failed
+    // provider call, so the end of the turn below always runs after the checkpoints stop.
+    let looped: Result<std::result::Result<crate::llm::Completion, LlmError>> = async {
+        Ok(loop {
+            let request = ChatRequest {
+                model: model.model.clone(),
+                messages: std::mem::take(&mut messages),
+                max_output_tokens: Some(zones.output_reserve),
+                ..ChatRequest::default()
+            };
+            let call_started = Instant::now();
+            let result = client
+                .stream_chat(&model.provider, &request, cancel, |event| {
+                    if let StreamEvent::Text(t) = event {
+                        if let Ok(mut s) = sink.lock() {
+                            s.push_str(&t);
+                        }
+                        on_text(&t);
+                        crate::failpoint::panic_at("turn");
                     }
-                    on_text(&t);
-                }
-            })
-            .await;
-        let Err(error) = &result else {
-            break result;
-        };
-        let nothing_yet = so_far.lock().map(|s| s.is_empty()).unwrap_or(false);
-        let record_failed = |model: &ChatModel, slot: &str| {
-            record_usage(
-                store,
-                conversation.as_deref(),
-                answer_id,
-                slot,
-                model,
-                &models,
-                Usage::default(),
-                call_started.elapsed().as_millis() as i64,
-                error.code(),
-            )
-        };
-        // The model's real window is smaller than we thought: re-assemble once, smaller.
-        if let LlmError::ContextLength { .. } = error
-            && !retried_smaller
-        {
-            retried_smaller = true;
-            let smaller = window / 2;
-            tracing::warn!(
-                window,
-                smaller,
-                "context length exceeded; re-assembling with a smaller budget"
-            );
-            if let Ok(again) = assemble(smaller, encoding) {
-                record_failed(
+                })
+                .await;
+            let Err(error) = &result else {
+                break result;
+            };
+            let nothing_yet = so_far.lock().map(|s| s.is_empty()).unwrap_or(false);
+            let record_failed = |model: &ChatModel, slot: &str| {
+                record_usage(
+                    store,
+                    conversation.as_deref(),
+                    answer_id,
+                    slot,
                     model,
-                    if fallback_from.is_some() {
-                        "fallback"
-                    } else {
-                        "main"
-                    },
-                )?;
-                zones = again.zones;
-                messages = again.messages;
-                continue;
+                    &models,
+                    Usage::default(),
+                    call_started.elapsed().as_millis() as i64,
+                    error.code(),
+                )
+            };
+            // The model's real window is smaller than we thought: re-assemble once, smaller.
+            if let LlmError::ContextLength { .. } = error
+                && !retried_smaller
+            {
+                retried_smaller = true;
+                let smaller = window / 2;
+                tracing::warn!(
+                    window,
+                    smaller,
+                    "context length exceeded; re-assembling with a smaller budget"
+                );
+                if let Ok(again) = assemble(smaller, encoding) {
+                    record_failed(
+                        model,
+                        if fallback_from.is_some() {
+                            "fallback"
+                        } else {
+                            "main"
+                        },
+                    )?;
+                    zones = again.zones;
+                    messages = again.messages;
+                    continue;
+                }
             }
-        }
-        // The main model failed before saying anything: the fallback, if the user enabled it.
-        if nothing_yet
-            && fallback_from.is_none()
-            && let Some(fallback) = &slots.fallback
-        {
-            tracing::warn!(
-                code = error.code(),
-                main = %model.model,
-                fallback = %fallback.model,
-                "the main model failed; answering with the fallback model"
-            );
-            record_failed(model, "main")?;
-            fallback_from = Some((model.model.clone(), error.to_string()));
-            model = fallback;
-            encoding = Encoding::for_model(&model.model);
-            window = window_of(model, &models);
-            retried_smaller = false;
-            if let Ok(again) = assemble(window, encoding) {
-                zones = again.zones;
-                messages = again.messages;
-                continue;
+            // The main model failed before saying anything: the fallback, if the user enabled it.
+            if nothing_yet
+                && fallback_from.is_none()
+                && let Some(fallback) = &slots.fallback
+            {
+                tracing::warn!(
+                    code = error.code(),
+                    main = %model.model,
+                    fallback = %fallback.model,
+                    "the main model failed; answering with the fallback model"
+                );
+                record_failed(model, "main")?;
+                fallback_from = Some((model.model.clone(), error.to_string()));
+                model = fallback;
+                encoding = Encoding::for_model(&model.model);
+                window = window_of(model, &models);
+                retried_smaller = false;
+                if let Ok(again) = assemble(window, encoding) {
+                    zones = again.zones;
+                    messages = again.messages;
+                    continue;
+                }
             }
-        }
-        break result;
-    };
-    if let Some(task) = checkpoints {
-        task.abort();
-        let _ = task.await;
+            break result;
+        })
     }
+    .await;
+    // No checkpoint may land after the final write: stop the task and wait for a write
+    // in flight (an abort would not cancel a blocking write already running).
+    checkpoints.stop().await;
+    // A store failure while recording: the guard marks the answer failed on the way out.
+    let result = looped?;
     let latency_ms = started.elapsed().as_millis() as i64;
     let (state, text, usage, outcome) = match &result {
         Ok(done) if done.stopped => (
@@ -535,18 +526,21 @@ pub(crate) async fn run_turn(
             done.usage,
             "ok".to_owned(),
         ),
-        Err(LlmError::Interrupted { partial, .. }) => (
-            MessageState::Interrupted,
-            partial.text.clone(),
-            partial.usage,
-            "provider_interrupted".to_owned(),
-        ),
-        Err(e) => (
-            MessageState::Failed,
-            String::new(),
-            None,
-            e.code().to_owned(),
-        ),
+        // Text had reached the user when the call failed: kept, marked interrupted.
+        Err(e) => match e.partial() {
+            Some(partial) => (
+                MessageState::Interrupted,
+                partial.text.clone(),
+                partial.usage,
+                e.code().to_owned(),
+            ),
+            None => (
+                MessageState::Failed,
+                String::new(),
+                None,
+                e.code().to_owned(),
+            ),
+        },
     };
     let slot = if fallback_from.is_some() {
         "fallback"
@@ -585,6 +579,7 @@ pub(crate) async fn run_turn(
             convs.set_turn_info(id, &info)?;
         }
     }
+    checkpoints.finish();
     record_usage(
         store,
         conversation.as_deref(),
@@ -633,6 +628,109 @@ pub(crate) async fn run_turn(
         model: info.model,
         fallback_from: info.fallback_from,
     })
+}
+
+/// The checkpoint task of a streaming answer, as a guard. [`Checkpoints::stop`] ends it
+/// and waits for a write in flight; dropped without [`Checkpoints::finish`] (a panic, an
+/// early return) it stops the task and marks the answer `failed`, keeping its text, unless
+/// the answer already left `streaming`.
+struct Checkpoints {
+    convs: Conversations,
+    answer: Option<i64>,
+    so_far: Arc<Mutex<String>>,
+    encoding: Encoding,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    finished: bool,
+}
+
+impl Checkpoints {
+    fn start(
+        convs: &Conversations,
+        answer: Option<i64>,
+        so_far: Arc<Mutex<String>>,
+        encoding: Encoding,
+    ) -> Self {
+        let stop = CancellationToken::new();
+        let task = answer.map(|id| {
+            let (convs, so_far, stop) = (convs.clone(), so_far.clone(), stop.clone());
+            tokio::spawn(async move {
+                // Also a heartbeat: a row that stops being touched belongs to a dead turn.
+                let (mut saved, mut last_write) = (0usize, Instant::now());
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+                    }
+                    let text = text_of(&so_far);
+                    if text.len() != saved || last_write.elapsed() >= HEARTBEAT_INTERVAL {
+                        (saved, last_write) = (text.len(), Instant::now());
+                        let c = convs.clone();
+                        // Awaited to its end even when stopped meanwhile: `stop` waits for it.
+                        let _ =
+                            tokio::task::spawn_blocking(move || c.checkpoint(id, &text, encoding))
+                                .await;
+                    }
+                }
+            })
+        });
+        Self {
+            convs: convs.clone(),
+            answer,
+            so_far,
+            encoding,
+            stop,
+            task,
+            finished: false,
+        }
+    }
+
+    /// Stops the task and waits until it has ended, with any write it had started.
+    async fn stop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// The turn wrote its end: nothing to do on drop.
+    fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if self.finished {
+            return;
+        }
+        let Some(id) = self.answer else {
+            return;
+        };
+        // Any checkpoint still in flight only touches a `streaming` row, so it cannot undo this.
+        let text = text_of(&self.so_far);
+        match self.convs.fail_if_streaming(id, &text, self.encoding) {
+            Ok(true) => tracing::warn!(
+                message = id,
+                "the turn ended before writing its answer; the answer is marked failed"
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
+                code = e.code(),
+                message = id,
+                "could not mark the answer of an aborted turn failed"
+            ),
+        }
+    }
+}
+
+/// The text so far (even from a lock a panicking thread held).
+fn text_of(so_far: &Mutex<String>) -> String {
+    match so_far.lock() {
+        Ok(t) => t.clone(),
+        Err(p) => p.into_inner().clone(),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -185,7 +185,44 @@ impl Conversations {
         })
     }
 
-    /// Replaces an assistant message's text and state (turn checkpoints and the end of a turn).
+    /// Saves the text so far of an answer that is still streaming (a turn checkpoint).
+    /// Only a `streaming` row is touched: a checkpoint that lands after the turn's final
+    /// write changes nothing. True if the row was updated.
+    pub fn checkpoint(&self, message_id: i64, content: &str, encoding: Encoding) -> Result<bool> {
+        let tokens = encoding.count(content) as i64;
+        let content = content.to_owned();
+        crate::failpoint::delay("checkpoint");
+        self.store.write_blocking(move |c| {
+            let n = c.execute(
+                "UPDATE messages SET content = ?1, tokens = ?2, updated_at = ?3
+                 WHERE id = ?4 AND state = 'streaming'",
+                params![content, tokens, now_millis(), message_id],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Marks an answer whose turn ended abnormally (a panic, a dropped turn) `failed`,
+    /// keeping `content` (what had arrived); only if it is still `streaming`.
+    pub fn fail_if_streaming(
+        &self,
+        message_id: i64,
+        content: &str,
+        encoding: Encoding,
+    ) -> Result<bool> {
+        let tokens = encoding.count(content) as i64;
+        let content = content.to_owned();
+        self.store.write_blocking(move |c| {
+            let n = c.execute(
+                "UPDATE messages SET content = ?1, tokens = ?2, state = 'failed', updated_at = ?3
+                 WHERE id = ?4 AND state = 'streaming'",
+                params![content, tokens, now_millis(), message_id],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Replaces an assistant message's text and state (the end of a turn).
     pub fn update(
         &self,
         message_id: i64,

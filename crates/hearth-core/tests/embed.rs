@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use hearth_core::embed::{ApiEmbedder, Embedder, LocalEmbedder, ModelSource};
-use hearth_core::llm::{Protocol, Provider};
+use hearth_core::llm::{LlmClient, Protocol, Provider, RetryPolicy, Timeouts};
 use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
 use serde_json::{Value, json};
 use zeroize::Zeroizing;
@@ -602,6 +602,11 @@ async fn start_api(
     (format!("http://{addr}/v1"), task)
 }
 
+/// The client embeddings share with chat.
+fn llm() -> LlmClient {
+    LlmClient::new(RetryPolicy::default(), Timeouts::default()).expect("client")
+}
+
 fn api_provider(base_url: String) -> Provider {
     Provider {
         name: "TestProvider".into(),
@@ -616,7 +621,7 @@ async fn the_api_embedder_posts_batches_and_returns_vectors_in_order() {
     let seen = ApiSeen::default();
     let (base_url, task) = start_api(seen.clone(), StatusCode::OK, 4).await;
     let embedder: Arc<dyn Embedder> = Arc::new(
-        ApiEmbedder::new(api_provider(base_url), "nomic-embed-text", 4).expect("embedder"),
+        ApiEmbedder::new(&llm(), api_provider(base_url), "nomic-embed-text", 4).expect("embedder"),
     );
     assert_eq!(embedder.model_id(), "nomic-embed-text");
     assert_eq!(embedder.dimensions(), 4);
@@ -661,7 +666,7 @@ async fn the_api_embedder_posts_batches_and_returns_vectors_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_embedder_reports_auth_failures_and_wrong_dimensions() {
     let (base_url, task) = start_api(ApiSeen::default(), StatusCode::UNAUTHORIZED, 4).await;
-    let embedder = ApiEmbedder::new(api_provider(base_url), "m", 4).expect("embedder");
+    let embedder = ApiEmbedder::new(&llm(), api_provider(base_url), "m", 4).expect("embedder");
     let err = tokio::task::spawn_blocking(move || embedder.embed(&["hi"]))
         .await
         .expect("join")
@@ -670,7 +675,7 @@ async fn the_api_embedder_reports_auth_failures_and_wrong_dimensions() {
     task.abort();
 
     let (base_url, task) = start_api(ApiSeen::default(), StatusCode::OK, 3).await;
-    let embedder = ApiEmbedder::new(api_provider(base_url), "m", 4).expect("embedder");
+    let embedder = ApiEmbedder::new(&llm(), api_provider(base_url), "m", 4).expect("embedder");
     let err = tokio::task::spawn_blocking(move || embedder.embed(&["hi"]))
         .await
         .expect("join")
@@ -684,7 +689,7 @@ async fn the_api_embedder_reports_auth_failures_and_wrong_dimensions() {
 fn anthropic_has_no_embeddings_api() {
     let mut provider = api_provider("https://api.anthropic.com/v1".into());
     provider.protocol = Protocol::Anthropic;
-    let err = ApiEmbedder::new(provider, "claude", 1024).expect_err("no embeddings");
+    let err = ApiEmbedder::new(&llm(), provider, "claude", 1024).expect_err("no embeddings");
     assert_eq!(err.code(), "invalid_input");
 }
 

@@ -273,3 +273,164 @@ async fn stopping_ends_the_answer_closes_the_connection_and_keeps_the_partial() 
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn a_redirect_is_never_followed_and_names_where_it_pointed() {
+    let elsewhere = LlmServer::start(vec![stream(text_stream(&["stolen"], None))]).await;
+    let target = format!("{}/chat/completions", elsewhere.base_url);
+    let server = LlmServer::start(vec![status_with(307, &[("location", &target)], "")]).await;
+    let (result, events) = run(&client(Duration::from_millis(1)), &server).await;
+    let err = result.expect_err("a redirect fails");
+    assert_eq!(err.code(), "provider_redirect", "{err}");
+    assert!(err.to_string().contains(&target), "{err}");
+    assert!(events.is_empty());
+    assert_eq!(server.seen().len(), 1, "a redirect is not retried");
+    assert_eq!(
+        elsewhere.seen().len(),
+        0,
+        "the prompt and key never reach the redirect's target"
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_location_is_bounded_and_cleaned() {
+    let long = format!("https://elsewhere.example/{}", "x".repeat(5_000));
+    let server = LlmServer::start(vec![status_with(302, &[("location", &long)], "")]).await;
+    let err = run(&client(Duration::from_millis(1)), &server)
+        .await
+        .0
+        .expect_err("a redirect fails");
+    assert_eq!(err.code(), "provider_redirect");
+    assert!(
+        err.to_string().contains("https://elsewhere.example/xxx"),
+        "{err}"
+    );
+    assert!(err.to_string().len() < 600, "bounded: {err}");
+}
+
+#[tokio::test]
+async fn an_unusable_retry_after_fails_at_once_naming_the_wait_asked() {
+    for asked in [
+        "inf",
+        "1e20",
+        "-5",
+        "NaN",
+        "soon",
+        "99999999999999999999999999",
+    ] {
+        let server = LlmServer::start(vec![
+            status_with(429, &[("retry-after", asked)], "slow down"),
+            stream(text_stream(&["never"], None)),
+        ])
+        .await;
+        // A backoff of an hour: the test only ends because nothing is waited for.
+        let (result, events) = run(&client(Duration::from_secs(3600)), &server).await;
+        let err = result.expect_err("rate limited");
+        assert_eq!(err.code(), "provider_rate_limited", "{asked}: {err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("the provider asked to wait") && message.contains(asked),
+            "{asked}: {err}"
+        );
+        assert_eq!(server.seen().len(), 1, "{asked}: one request, no retry");
+        assert!(events.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_huge_stream_event_stops_the_reader_at_the_limit_and_keeps_the_partial() {
+    const HUGE: usize = 64 * 1024 * 1024;
+    let before = text_stream(&["The answer is "], None)[..1].to_vec();
+    let server = LlmServer::start(vec![Reply::Huge {
+        before,
+        bytes: HUGE,
+    }])
+    .await;
+    let (result, events) = run(&client(Duration::from_millis(1)), &server).await;
+    let err = result.expect_err("too large");
+    assert_eq!(err.code(), "provider_protocol", "{err}");
+    assert!(err.to_string().contains("larger than 1 MiB"), "{err}");
+    assert_eq!(
+        err.partial().map(|p| p.text.as_str()),
+        Some("The answer is "),
+        "the text before it is kept"
+    );
+    assert_eq!(events, vec![StreamEvent::Text("The answer is ".into())]);
+    assert_eq!(server.seen().len(), 1, "not retried");
+    assert!(
+        server.huge_bytes_sent() < HUGE / 4,
+        "the reader stopped near the limit: {} bytes were sent",
+        server.huge_bytes_sent()
+    );
+}
+
+#[tokio::test]
+async fn a_huge_event_before_any_text_fails_without_a_partial() {
+    let server = LlmServer::start(vec![Reply::Huge {
+        before: Vec::new(),
+        bytes: 2 * 1024 * 1024,
+    }])
+    .await;
+    let err = run(&client(Duration::from_millis(1)), &server)
+        .await
+        .0
+        .expect_err("too large");
+    assert_eq!(err.code(), "provider_protocol");
+    assert!(err.partial().is_none());
+    assert_eq!(server.seen().len(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn embeddings_share_the_retries_of_chat() {
+    let server = LlmServer::start(Vec::new()).await;
+    server.script_embeddings(vec![status_with(429, &[("retry-after", "0")], "slow down")]);
+    // A backoff of an hour: only `retry-after: 0` lets the test finish.
+    let vectors = client(Duration::from_secs(3600))
+        .embed(&provider(&server), "bow-8", &["red apples", "green pears"])
+        .await
+        .expect("vectors after one retry");
+    assert_eq!(server.embedding_requests(), 2, "retried once");
+    assert_eq!(
+        vectors,
+        vec![
+            bag_of_words("red apples", 8),
+            bag_of_words("green pears", 8)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_embedder_retries_a_rate_limit_like_chat() {
+    use hearth_core::embed::{ApiEmbedder, Embedder};
+    let server = LlmServer::start(Vec::new()).await;
+    server.script_embeddings(vec![status_with(429, &[("retry-after", "0")], "slow down")]);
+    let embedder = ApiEmbedder::new(
+        &client(Duration::from_secs(3600)),
+        provider(&server),
+        "bow-8",
+        8,
+    )
+    .expect("embedder");
+    let vectors = tokio::task::spawn_blocking(move || embedder.embed(&["red apples"]))
+        .await
+        .expect("join")
+        .expect("vectors");
+    assert_eq!(vectors.len(), 1);
+    assert_eq!(server.embedding_requests(), 2, "retried once");
+}
+
+#[tokio::test]
+async fn an_embeddings_rate_limit_with_an_unusable_wait_fails_at_once() {
+    let server = LlmServer::start(Vec::new()).await;
+    server.script_embeddings(vec![status_with(
+        429,
+        &[("retry-after", "inf")],
+        "slow down",
+    )]);
+    let err = client(Duration::from_secs(3600))
+        .embed(&provider(&server), "bow-8", &["red apples"])
+        .await
+        .expect_err("rate limited");
+    assert_eq!(err.code(), "provider_rate_limited");
+    assert_eq!(server.embedding_requests(), 1);
+}

@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 /// How a scripted stream ends.
@@ -44,6 +45,11 @@ pub enum Reply {
     },
     /// A reply computed from the request body.
     Dynamic(Arc<dyn Fn(&Value) -> Reply + Send + Sync>),
+    /// SSE `data:` payloads `before`, then one event that never ends: `data: ` and `bytes`
+    /// bytes of `a` without a line end, made as they are sent (64 KiB at a time, so the
+    /// server holds none of it), then the body ends. [`LlmServer::huge_bytes_sent`] counts
+    /// what went out.
+    Huge { before: Vec<String>, bytes: usize },
 }
 
 /// A request as the server saw it.
@@ -65,6 +71,10 @@ struct Shared {
     embedding_requests: AtomicUsize,
     /// Requests `/v1/embeddings` still answers before it goes down (`None`: no limit).
     embeddings_budget: Mutex<Option<usize>>,
+    /// Scripted answers of `/v1/embeddings`, used first, in order (only `Reply::Status`).
+    embedding_replies: Mutex<VecDeque<Reply>>,
+    /// Bytes of [`Reply::Huge`] events handed to the connection so far.
+    huge_sent: AtomicUsize,
 }
 
 /// The running server; stops when dropped.
@@ -116,6 +126,21 @@ impl LlmServer {
     /// `/v1/embeddings` answers `n` more requests, then 503 until [`Self::set_embeddings_down`]`(false)`.
     pub fn embeddings_fail_after(&self, n: usize) {
         *self.shared.embeddings_budget.lock().expect("lock") = Some(n);
+    }
+
+    /// `/v1/embeddings` answers the next requests with these `Reply::Status` replies, in
+    /// order, before it embeds as usual again.
+    pub fn script_embeddings(&self, replies: Vec<Reply>) {
+        self.shared
+            .embedding_replies
+            .lock()
+            .expect("lock")
+            .extend(replies);
+    }
+
+    /// Bytes of the endless event of a [`Reply::Huge`] handed to the connection so far.
+    pub fn huge_bytes_sent(&self) -> usize {
+        self.shared.huge_sent.load(Ordering::SeqCst)
     }
 
     /// How many `/v1/embeddings` requests arrived.
@@ -182,6 +207,18 @@ pub fn stream(data: Vec<String>) -> Reply {
         data,
         pace: Duration::ZERO,
         end: End::Done,
+    }
+}
+
+/// A plain HTTP response with headers (`retry-after`, `location`, …).
+pub fn status_with(code: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+    Reply::Status {
+        code,
+        headers: headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        body: body.to_owned(),
     }
 }
 
@@ -258,6 +295,15 @@ pub fn bag_of_words(text: &str, dims: usize) -> Vec<f32> {
 /// any other model is unknown (404, as OpenAI answers).
 async fn embeddings(State(shared): State<Arc<Shared>>, raw: Bytes) -> Response {
     shared.embedding_requests.fetch_add(1, Ordering::SeqCst);
+    let scripted = shared.embedding_replies.lock().expect("lock").pop_front();
+    if let Some(Reply::Status {
+        code,
+        headers,
+        body,
+    }) = scripted
+    {
+        return status_response(code, headers, body);
+    }
     {
         let mut budget = shared.embeddings_budget.lock().expect("lock");
         match *budget {
@@ -328,12 +374,30 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
             code,
             headers,
             body,
-        }) => {
-            let mut r = Response::builder().status(code);
-            for (k, v) in headers {
-                r = r.header(k, v);
-            }
-            r.body(Body::from(body)).expect("response")
+        }) => status_response(code, headers, body),
+        Some(Reply::Huge { before, bytes }) => {
+            const CHUNK: usize = 64 * 1024;
+            let shared = shared.clone();
+            let head = before
+                .into_iter()
+                .map(|d| Bytes::from(format!("data: {d}\n\n")))
+                .chain(std::iter::once(Bytes::from_static(b"data: ")));
+            let head = futures_util::stream::iter(head.map(Ok::<Bytes, std::io::Error>));
+            let body = futures_util::stream::unfold(bytes, move |left| {
+                let shared = shared.clone();
+                async move {
+                    if left == 0 {
+                        return None;
+                    }
+                    let n = left.min(CHUNK);
+                    shared.huge_sent.fetch_add(n, Ordering::SeqCst);
+                    Some((Ok(Bytes::from(vec![b'a'; n])), left - n))
+                }
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(head.chain(body)))
+                .expect("response")
         }
         Some(Reply::Stream { data, pace, end }) => {
             let guard = HangUpGuard {
@@ -401,6 +465,14 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
         }
         Some(Reply::Dynamic(_)) => unreachable!("resolved above"),
     }
+}
+
+fn status_response(code: u16, headers: Vec<(String, String)>, body: String) -> Response {
+    let mut r = Response::builder().status(code);
+    for (k, v) in headers {
+        r = r.header(k, v);
+    }
+    r.body(Body::from(body)).expect("response")
 }
 
 /// The models of the Ollama native API (`/api/tags`), as Ollama lists them.

@@ -15,6 +15,7 @@ mod local;
 mod source;
 
 use std::future::Future;
+use std::sync::OnceLock;
 
 pub use api::ApiEmbedder;
 pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
@@ -51,6 +52,35 @@ pub(crate) fn block_on<T: Send>(fut: impl Future<Output = Result<T>> + Send) -> 
             .join()
             .map_err(|_| Error::Task("the embedding network thread panicked".into()))?
     })
+}
+
+/// The runtime that API embeddings run on: one worker thread, kept for the life of the
+/// process, so connections the shared HTTP client opens there stay usable (a runtime per
+/// call would leave dead connections in the client's pool).
+static NETWORK: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+
+/// Runs `fut` on the shared network runtime and blocks until it ends. Works whether or not
+/// the caller is inside a tokio runtime (it waits on a channel, never a nested `block_on`).
+pub(crate) fn on_network_runtime<T: Send + 'static>(
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Result<T> {
+    let runtime = NETWORK
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("hearth-net")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Task(format!("could not start the network runtime: {e}")))?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv()
+        .map_err(|_| Error::Task("the embedding request stopped unexpectedly".into()))
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).

@@ -79,7 +79,11 @@ pub struct EmbeddingStatus {
 }
 
 /// The embedder for `choice`, if it can be used now. Never downloads or calls the network.
-fn embedder_for(store: &Store, choice: &EmbeddingChoice) -> Option<Arc<dyn Embedder>> {
+fn embedder_for(
+    store: &Store,
+    client: &LlmClient,
+    choice: &EmbeddingChoice,
+) -> Option<Arc<dyn Embedder>> {
     match choice {
         EmbeddingChoice::Local => local_embedder_if_present(),
         EmbeddingChoice::Off => None,
@@ -97,7 +101,7 @@ fn embedder_for(store: &Store, choice: &EmbeddingChoice) -> Option<Arc<dyn Embed
                     })
                 })
                 .and_then(|cfg| providers.endpoint(&cfg))
-                .and_then(|p| ApiEmbedder::new(p, model.clone(), *dimensions));
+                .and_then(|p| ApiEmbedder::new(client, p, model.clone(), *dimensions));
             match made {
                 Ok(e) => Some(Arc::new(e)),
                 Err(e) => {
@@ -273,7 +277,7 @@ impl Hearth {
         let choice: EmbeddingChoice = store
             .setting(crate::embed::CHOICE_SETTING)?
             .unwrap_or_default();
-        let embedder = EmbedderSlot::new(embedder_for(&store, &choice));
+        let embedder = EmbedderSlot::new(embedder_for(&store, &llm, &choice));
         let sources = crate::chat::Sources {
             memory: Some(Arc::new(crate::memory::block::MemoryBlockSource::new(
                 crate::memory::Memories::new(store.clone()),
@@ -392,7 +396,8 @@ impl Hearth {
                         "provider {provider:?}; add it with `hearth providers add`"
                     ))
                 })?;
-                let e = ApiEmbedder::detect(providers.endpoint(&cfg)?, model.clone())?;
+                let e =
+                    ApiEmbedder::detect(&self.inner.llm, providers.endpoint(&cfg)?, model.clone())?;
                 let dimensions = e.dimensions();
                 (
                     EmbeddingChoice::Provider {
@@ -404,7 +409,7 @@ impl Hearth {
                 )
             }
             other => {
-                let e = embedder_for(store, &other);
+                let e = embedder_for(store, &self.inner.llm, &other);
                 (other, e)
             }
         };

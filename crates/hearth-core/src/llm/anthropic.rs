@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Next, Sent, looks_like_context_length};
+use super::limits::{MAX_ANSWER, MAX_SSE_EVENT};
 use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
 use crate::types::{Message, Role, ToolCall, Usage};
 
@@ -112,13 +113,9 @@ pub(crate) async fn attempt(
 ) -> Result<Completion, Attempt> {
     let name = provider.name.clone();
     let url = format!("{}/messages", provider.base_url.trim_end_matches('/'));
-    let mut req = http_client
-        .post(&url)
-        .header("anthropic-version", API_VERSION)
+    let req = http::authorized(http_client, provider, reqwest::Method::POST, &url)
+        .map_err(Attempt::Fail)?
         .json(&body(request));
-    if let Some(key) = &provider.api_key {
-        req = req.header("x-api-key", key.as_str());
-    }
     let response = match http::send(req, timeouts, &name, &request.model, cancel).await? {
         Sent::Cancelled => {
             return Ok(Completion {
@@ -133,6 +130,8 @@ pub(crate) async fn attempt(
     let mut usage = Usage::default();
     let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
     let (mut started, mut done) = (false, false);
+    // Bytes of tool-call arguments so far (counted with the text against MAX_ANSWER).
+    let mut arguments = 0usize;
     let finish = |mut out: Completion, calls: BTreeMap<usize, ToolCall>, usage: Usage| {
         out.tool_calls = calls.into_values().collect();
         out.usage = Some(usage);
@@ -149,6 +148,15 @@ pub(crate) async fn attempt(
                 return Err(http::broken(
                     &name,
                     detail,
+                    started,
+                    finish(out, calls, usage),
+                ));
+            }
+            Next::TooLarge => {
+                return Err(http::too_large(
+                    &name,
+                    "one stream event",
+                    MAX_SSE_EVENT,
                     started,
                     finish(out, calls, usage),
                 ));
@@ -215,6 +223,15 @@ pub(crate) async fn attempt(
                             .and_then(Value::as_str)
                             .filter(|t| !t.is_empty())
                         {
+                            if out.text.len() + arguments + t.len() > MAX_ANSWER {
+                                return Err(http::too_large(
+                                    &name,
+                                    "the answer",
+                                    MAX_ANSWER,
+                                    started,
+                                    finish(out, calls, usage),
+                                ));
+                            }
                             started = true;
                             out.text.push_str(t);
                             on_event(StreamEvent::Text(t.to_owned()));
@@ -225,7 +242,17 @@ pub(crate) async fn attempt(
                             .pointer("/delta/partial_json")
                             .and_then(Value::as_str)
                             .unwrap_or("");
+                        if out.text.len() + arguments + part.len() > MAX_ANSWER {
+                            return Err(http::too_large(
+                                &name,
+                                "the answer",
+                                MAX_ANSWER,
+                                started,
+                                finish(out, calls, usage),
+                            ));
+                        }
                         if let Some(call) = calls.get_mut(&index).filter(|_| !part.is_empty()) {
+                            arguments += part.len();
                             call.arguments.push_str(part);
                             on_event(StreamEvent::ToolCallArguments {
                                 index,

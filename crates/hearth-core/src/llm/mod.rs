@@ -7,11 +7,13 @@
 mod anthropic;
 mod error;
 mod http;
+pub mod limits;
 mod openai;
 
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 use zeroize::Zeroizing;
 
@@ -189,10 +191,13 @@ pub(crate) enum Attempt {
 }
 
 impl LlmClient {
-    /// A client with the given retry policy and timeouts.
+    /// A client with the given retry policy and timeouts. It never follows redirects: a
+    /// provider that answers 3xx fails with `provider_redirect` (a key or a prompt is never
+    /// sent on to wherever the redirect points).
     pub fn new(retry: RetryPolicy, timeouts: Timeouts) -> Result<Self, LlmError> {
         let http = reqwest::Client::builder()
             .connect_timeout(timeouts.connect)
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::Client(e.to_string()))?;
@@ -203,29 +208,55 @@ impl LlmClient {
         })
     }
 
+    /// A JSON body of at most `limit` bytes, read from a successful response.
+    async fn json_body(
+        &self,
+        provider: &Provider,
+        response: reqwest::Response,
+        what: &'static str,
+        limit: usize,
+    ) -> Result<serde_json::Value, LlmError> {
+        let bytes = match http::read_body(response, limit, self.timeouts.idle).await {
+            Ok(b) => b,
+            Err(http::BodyFault::TooLarge) => {
+                return Err(LlmError::TooLarge {
+                    provider: provider.name.clone(),
+                    what,
+                    limit,
+                    partial: None,
+                });
+            }
+            Err(http::BodyFault::Broken(detail)) => {
+                return Err(LlmError::Unavailable {
+                    provider: provider.name.clone(),
+                    detail,
+                });
+            }
+        };
+        serde_json::from_slice(&bytes).map_err(|e| LlmError::Protocol {
+            provider: provider.name.clone(),
+            detail: format!("{what} is not JSON ({e})"),
+        })
+    }
+
     /// The models the provider offers (`GET /models`), to test a connection and pick one.
     pub async fn list_models(&self, provider: &Provider) -> Result<Vec<String>, LlmError> {
         let url = format!("{}/models", provider.base_url.trim_end_matches('/'));
-        let mut req = self.http.get(&url);
-        if let Some(key) = &provider.api_key {
-            req = match provider.protocol {
-                Protocol::OpenAiCompatible => req.bearer_auth(key.as_str()),
-                Protocol::Anthropic => req.header("x-api-key", key.as_str()),
-            };
-        }
-        if provider.protocol == Protocol::Anthropic {
-            req = req.header("anthropic-version", anthropic::API_VERSION);
-        }
+        let req = http::authorized(&self.http, provider, reqwest::Method::GET, &url)?;
         let never = CancellationToken::new();
         let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
             Ok(http::Sent::Response(r)) => r,
             Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
             Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
         };
-        let body: serde_json::Value = response.json().await.map_err(|e| LlmError::Protocol {
-            provider: provider.name.clone(),
-            detail: format!("the model list is not JSON ({e})"),
-        })?;
+        let body = self
+            .json_body(
+                provider,
+                response,
+                "the model list",
+                limits::MAX_LISTING_BODY,
+            )
+            .await?;
         let models = body["data"]
             .as_array()
             .or_else(|| body["models"].as_array())
@@ -244,16 +275,14 @@ impl LlmClient {
     /// The models of an Ollama server with their context windows: the list from
     /// `GET /api/tags`, each window from `POST /api/show` (`model_info.<arch>.context_length`).
     /// `provider.base_url` is the OpenAI-compatible one (`…/v1`); the native API is at its
-    /// root. Models whose details cannot be read are listed without a window.
+    /// root. Models whose details cannot be read are listed without a window, and so are
+    /// those past [`limits::MAX_SHOWN_MODELS`]; at most [`limits::SHOW_CONCURRENCY`]
+    /// `/api/show` requests run at once.
     pub async fn ollama_models(
         &self,
         provider: &Provider,
     ) -> Result<Vec<(String, Option<u32>)>, LlmError> {
         let root = ollama_root(&provider.base_url);
-        let protocol_error = |detail: String| LlmError::Protocol {
-            provider: provider.name.clone(),
-            detail,
-        };
         let never = CancellationToken::new();
         let response = match http::send(
             self.http.get(format!("{root}/api/tags")),
@@ -268,10 +297,14 @@ impl LlmClient {
             Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
             Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
         };
-        let tags: serde_json::Value = response
-            .json()
-            .await
-            .map_err(|e| protocol_error(format!("the model list is not JSON ({e})")))?;
+        let tags = self
+            .json_body(
+                provider,
+                response,
+                "the model list",
+                limits::MAX_LISTING_BODY,
+            )
+            .await?;
         let names: Vec<String> = tags["models"]
             .as_array()
             .into_iter()
@@ -279,26 +312,35 @@ impl LlmClient {
             .filter_map(|m| m["name"].as_str().or_else(|| m["model"].as_str()))
             .map(str::to_owned)
             .collect();
-        let shows = names.iter().map(|name| {
-            let req = self
-                .http
-                .post(format!("{root}/api/show"))
-                .timeout(Duration::from_secs(10))
-                .json(&serde_json::json!({ "model": name }));
-            async move {
-                let body: serde_json::Value = req
-                    .send()
-                    .await
-                    .ok()?
-                    .error_for_status()
-                    .ok()?
-                    .json()
+        // Collected first: a stream over a closure taking `&String` would make this future
+        // not `Send` for every lifetime, which the desktop shell's commands need.
+        let shows: Vec<_> = names
+            .iter()
+            .take(limits::MAX_SHOWN_MODELS)
+            .map(|name| {
+                let req = self
+                    .http
+                    .post(format!("{root}/api/show"))
+                    .timeout(Duration::from_secs(10))
+                    .json(&serde_json::json!({ "model": name }));
+                async move {
+                    let response = req.send().await.ok()?.error_for_status().ok()?;
+                    let body = http::read_body(
+                        response,
+                        limits::MAX_LISTING_BODY,
+                        Duration::from_secs(10),
+                    )
                     .await
                     .ok()?;
-                context_length(&body)
-            }
-        });
-        let windows = futures_util::future::join_all(shows).await;
+                    context_length(&serde_json::from_slice(&body).ok()?)
+                }
+            })
+            .collect();
+        let mut windows: Vec<Option<u32>> = futures_util::stream::iter(shows)
+            .buffered(limits::SHOW_CONCURRENCY)
+            .collect()
+            .await;
+        windows.resize(names.len(), None);
         Ok(names.into_iter().zip(windows).collect())
     }
 
@@ -316,7 +358,10 @@ impl LlmClient {
                 .timeout(within);
             async move {
                 let response = req.send().await.ok()?.error_for_status().ok()?;
-                let body: serde_json::Value = response.json().await.ok()?;
+                let body = http::read_body(response, limits::MAX_LISTING_BODY, within)
+                    .await
+                    .ok()?;
+                let body: serde_json::Value = serde_json::from_slice(&body).ok()?;
                 let models = body["data"]
                     .as_array()
                     .or_else(|| body["models"].as_array())?
@@ -348,6 +393,7 @@ impl LlmClient {
         mut on_event: impl FnMut(StreamEvent) + Send,
     ) -> Result<Completion, LlmError> {
         let mut delays = self.retry.delays();
+        let mut waited = Duration::ZERO;
         loop {
             let (http, t) = (&self.http, self.timeouts);
             let attempt = match provider.protocol {
@@ -362,17 +408,125 @@ impl LlmClient {
                 Ok(done) => return Ok(done),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, after }) => {
-                    let Some(backoff) = delays.next() else {
-                        return Err(error);
-                    };
-                    let wait = after.unwrap_or(backoff);
-                    tracing::info!(provider = %provider.name, code = error.code(), wait_ms = wait.as_millis() as u64, "retrying provider call");
-                    tokio::select! {
-                        _ = cancel.cancelled() => return Ok(Completion { stopped: true, ..Completion::default() }),
-                        _ = tokio::time::sleep(wait) => {}
+                    let again = http::pause(
+                        &mut delays,
+                        &mut waited,
+                        &provider.name,
+                        error,
+                        after,
+                        cancel,
+                    )
+                    .await?;
+                    if !again {
+                        return Ok(Completion {
+                            stopped: true,
+                            ..Completion::default()
+                        });
                     }
                 }
             }
         }
+    }
+
+    /// Embeds `texts` with `model` of an OpenAI-compatible `provider`
+    /// (`POST {base_url}/embeddings`): one vector per text, in order, as the server sent
+    /// them (not normalised). The same client, retries and failure classes as chat; the
+    /// reply is read up to [`limits::MAX_EMBEDDINGS_BODY`].
+    pub async fn embed(
+        &self,
+        provider: &Provider,
+        model: &str,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        let mut delays = self.retry.delays();
+        let mut waited = Duration::ZERO;
+        let never = CancellationToken::new();
+        loop {
+            match self.embed_attempt(provider, model, texts).await {
+                Ok(vectors) => return Ok(vectors),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Retry { error, after }) => {
+                    http::pause(
+                        &mut delays,
+                        &mut waited,
+                        &provider.name,
+                        error,
+                        after,
+                        &never,
+                    )
+                    .await?;
+                }
+            }
+        }
+    }
+
+    async fn embed_attempt(
+        &self,
+        provider: &Provider,
+        model: &str,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, Attempt> {
+        #[derive(serde::Deserialize)]
+        struct Reply {
+            data: Vec<Item>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Item {
+            index: Option<usize>,
+            embedding: Vec<f32>,
+        }
+        let name = &provider.name;
+        let protocol = |detail: String| {
+            Attempt::Fail(LlmError::Protocol {
+                provider: name.clone(),
+                detail,
+            })
+        };
+        let url = format!("{}/embeddings", provider.base_url.trim_end_matches('/'));
+        let req = http::authorized(&self.http, provider, reqwest::Method::POST, &url)
+            .map_err(Attempt::Fail)?
+            .json(&serde_json::json!({ "model": model, "input": texts }));
+        let never = CancellationToken::new();
+        let response = match http::send(req, self.timeouts, name, model, &never).await? {
+            http::Sent::Response(r) => r,
+            http::Sent::Cancelled => return Err(protocol("cancelled".into())),
+        };
+        let limit = limits::MAX_EMBEDDINGS_BODY;
+        let bytes = match http::read_body(response, limit, self.timeouts.idle).await {
+            Ok(b) => b,
+            Err(http::BodyFault::TooLarge) => {
+                return Err(http::too_large(
+                    name,
+                    "the embeddings reply",
+                    limit,
+                    false,
+                    Completion::default(),
+                ));
+            }
+            Err(http::BodyFault::Broken(detail)) => {
+                return Err(http::broken(name, detail, false, Completion::default()));
+            }
+        };
+        let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| {
+            protocol(format!(
+                "the embeddings reply is not what was expected ({e})"
+            ))
+        })?;
+        if reply.data.len() != texts.len() {
+            return Err(protocol(format!(
+                "{} embeddings for {} texts",
+                reply.data.len(),
+                texts.len()
+            )));
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        for (position, item) in reply.data.into_iter().enumerate() {
+            let i = item.index.unwrap_or(position);
+            match vectors.get_mut(i) {
+                Some(slot @ None) => *slot = Some(item.embedding),
+                _ => return Err(protocol(format!("an embedding has a wrong index ({i})"))),
+            }
+        }
+        Ok(vectors.into_iter().flatten().collect())
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Next, Sent, looks_like_context_length};
+use super::limits::{MAX_ANSWER, MAX_SSE_EVENT};
 use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
 use crate::types::{Message, Role, ToolCall, Usage};
 
@@ -78,10 +79,9 @@ pub(crate) async fn attempt(
         "{}/chat/completions",
         provider.base_url.trim_end_matches('/')
     );
-    let mut req = http.post(&url).json(&body(request));
-    if let Some(key) = &provider.api_key {
-        req = req.bearer_auth(key.as_str());
-    }
+    let req = http::authorized(http, provider, reqwest::Method::POST, &url)
+        .map_err(Attempt::Fail)?
+        .json(&body(request));
     let response = match http::send(req, timeouts, &name, &request.model, cancel).await? {
         Sent::Cancelled => {
             return Ok(Completion {
@@ -96,6 +96,8 @@ pub(crate) async fn attempt(
     let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
     let mut started = false;
     let mut done = false;
+    // Bytes of tool-call arguments so far (counted with the text against MAX_ANSWER).
+    let mut arguments = 0usize;
     let finish = |mut out: Completion, calls: BTreeMap<usize, ToolCall>| {
         out.tool_calls = calls.into_values().collect();
         out
@@ -109,6 +111,15 @@ pub(crate) async fn attempt(
             Next::End => break,
             Next::Broken(detail) => {
                 return Err(http::broken(&name, detail, started, finish(out, calls)));
+            }
+            Next::TooLarge => {
+                return Err(http::too_large(
+                    &name,
+                    "one stream event",
+                    MAX_SSE_EVENT,
+                    started,
+                    finish(out, calls),
+                ));
             }
             Next::Event(ev) => ev,
         };
@@ -169,6 +180,15 @@ pub(crate) async fn attempt(
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
+            if out.text.len() + arguments + text.len() > MAX_ANSWER {
+                return Err(http::too_large(
+                    &name,
+                    "the answer",
+                    MAX_ANSWER,
+                    started,
+                    finish(out, calls),
+                ));
+            }
             started = true;
             out.text.push_str(text);
             on_event(StreamEvent::Text(text.to_owned()));
@@ -206,6 +226,16 @@ pub(crate) async fn attempt(
                 .and_then(Value::as_str)
                 .filter(|a| !a.is_empty())
             {
+                if out.text.len() + arguments + args.len() > MAX_ANSWER {
+                    return Err(http::too_large(
+                        &name,
+                        "the answer",
+                        MAX_ANSWER,
+                        started,
+                        finish(out, calls),
+                    ));
+                }
+                arguments += args.len();
                 entry.arguments.push_str(args);
                 on_event(StreamEvent::ToolCallArguments {
                     index,

@@ -133,6 +133,10 @@ fn parse_conversation(id: &str, v: &Value) -> Conversation {
     }
 }
 
+/// The most bytes one entry of the LoCoMo zip may inflate to (the real conversations are
+/// under 1 MiB each); a larger entry (a zip bomb) is refused with a clear error.
+pub const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads the ten conversations from `locomo10.zip` (or a folder of `<id>.json` files).
 pub fn load(path: &Path) -> Result<Vec<Conversation>> {
     let mut out = Vec::new();
@@ -160,9 +164,19 @@ pub fn load(path: &Path) -> Result<Vec<Conversation>> {
             if !name.ends_with(".json") {
                 continue;
             }
-            let mut text = String::new();
-            f.read_to_string(&mut text)
-                .map_err(|e| bad(e.to_string()))?;
+            // A zip bomb stops at the limit: never more than MAX_ENTRY_BYTES + 1 are inflated.
+            let mut bytes = Vec::new();
+            f.by_ref()
+                .take(MAX_ENTRY_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| bad(format!("{name}: {e}")))?;
+            if bytes.len() as u64 > MAX_ENTRY_BYTES {
+                return Err(bad(format!(
+                    "{name} inflates to more than {} MiB; this is not the LoCoMo data set",
+                    MAX_ENTRY_BYTES / (1024 * 1024)
+                )));
+            }
+            let text = String::from_utf8(bytes).map_err(|e| bad(format!("{name}: {e}")))?;
             let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("{name}: {e}")))?;
             let id = Path::new(&name)
                 .file_stem()
@@ -298,5 +312,35 @@ mod tests {
         assert_eq!(normalize_evidence("D"), None);
         assert_eq!(normalize_evidence("session 3"), None);
         assert!(session_time("1:56 pm on 8 May, 2023").is_some());
+    }
+
+    #[test]
+    fn a_zip_bomb_is_refused_at_the_entry_limit() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("locomo10.zip");
+        let file = std::fs::File::create(&path).expect("create");
+        let mut zip = zip::ZipWriter::new(file);
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .large_file(true);
+        zip.start_file("conv-26.json", options).expect("entry");
+        let block = vec![b' '; 1024 * 1024];
+        for _ in 0..=(MAX_ENTRY_BYTES / (1024 * 1024)) {
+            zip.write_all(&block).expect("write");
+        }
+        zip.finish().expect("finish");
+        assert!(
+            std::fs::metadata(&path).expect("meta").len() < 4 * 1024 * 1024,
+            "a small file"
+        );
+        let Err(err) = load(&path) else {
+            panic!("a zip bomb was read");
+        };
+        assert_eq!(err.code(), "invalid_input");
+        assert!(
+            err.to_string().contains("inflates to more than 64 MiB"),
+            "{err}"
+        );
     }
 }
