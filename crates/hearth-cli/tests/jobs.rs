@@ -12,15 +12,6 @@ use common::*;
 
 const EXCHANGES: usize = 6;
 
-fn last_text(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
 /// Each exchange mentions one number; its extraction learns one memory about it. The
 /// model answers slowly, so both workers are busy at the same time.
 fn script() -> Reply {

@@ -11,55 +11,13 @@ use serde_json::{Value, json};
 mod common;
 use common::*;
 
-async fn hearth(home: &Home, server: &LlmServer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let out = output(home.cmd(server, &all)).await;
-    assert!(
-        out.status.success(),
-        "hearth {args:?}: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    json_of(&out)
-}
-
-fn schema_name(body: &Value) -> Option<String> {
-    body["response_format"]["json_schema"]["name"]
-        .as_str()
-        .map(str::to_owned)
-}
-
-fn user_text(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
-fn answer(text: &str) -> Reply {
-    stream(text_stream(&[text], None))
-}
-
-fn texts(list: &Value) -> Vec<String> {
-    let mut t: Vec<String> = list
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|m| m["text"].as_str().unwrap_or("").to_owned())
-        .collect();
-    t.sort();
-    t
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk() {
     let offered_for_lisbon: Arc<Mutex<Option<String>>> = Arc::default();
     let ids: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let (seen_lisbon, known) = (offered_for_lisbon.clone(), ids.clone());
     let script = Reply::Dynamic(Arc::new(move |body: &Value| {
-        let text = user_text(body);
+        let text = last_text(body);
         let id_of = |needle: &str| {
             known
                 .lock()
@@ -109,7 +67,7 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
             "preference",
         ),
     ] {
-        let m = hearth(&home, &server, &["memory", "add", text, "--kind", kind]).await;
+        let m = hearth_ok(&home, &server, &["memory", "add", text, "--kind", kind]).await;
         ids.lock()
             .expect("lock")
             .push((m["id"].as_str().expect("id").to_owned(), text.to_owned()));
@@ -117,7 +75,7 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
     let chicago = ids.lock().expect("lock")[0].0.clone();
     let recs = ids.lock().expect("lock")[2].0.clone();
 
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &[
@@ -158,7 +116,7 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
         "{offered}"
     );
 
-    let active = hearth(&home, &server, &["memory", "list"]).await;
+    let active = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(
         texts(&active),
         vec![
@@ -182,14 +140,14 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
     assert_eq!(learned["source"]["conversation"], done["conversation"]);
 
     // UPDATE keeps the old text in history; DELETE is soft and restorable.
-    let shown = hearth(&home, &server, &["memory", "show", &chicago]).await;
+    let shown = hearth_ok(&home, &server, &["memory", "show", &chicago]).await;
     let update = shown["history"]
         .as_array()
         .and_then(|h| h.iter().find(|e| e["op"] == "update"))
         .expect("an update in history");
     assert_eq!(update["old_text"], "User lives in Chicago.");
     assert_eq!(update["actor"], "assistant");
-    let removed = hearth(&home, &server, &["memory", "list", "--removed"]).await;
+    let removed = hearth_ok(&home, &server, &["memory", "list", "--removed"]).await;
     assert_eq!(
         texts(&removed),
         vec!["Send restaurant recommendations near Chicago address."]
@@ -198,7 +156,7 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
         removed[0]["removal_awaits_consent"], true,
         "the assistant's own removal is marked for the consent gate"
     );
-    let restored = hearth(&home, &server, &["memory", "restore", &recs]).await;
+    let restored = hearth_ok(&home, &server, &["memory", "restore", &recs]).await;
     assert_eq!(restored["status"], "active");
     assert_eq!(restored["removal_awaits_consent"], false);
 }
@@ -213,7 +171,7 @@ async fn an_id_that_was_not_offered_or_malformed_json_changes_nothing() {
                  "importance": 0.5, "critical": false, "event_date": null}], "forget": []})
                 .to_string(),
             ),
-            Some("reconciliation") if user_text(body).contains("Porto") => answer(
+            Some("reconciliation") if last_text(body).contains("Porto") => answer(
                 r#"{"action": "UPDATE", "id": "m-000000000000", "text": "User lives in Porto.", "reason": "x"}"#,
             ),
             Some(_) => answer("not json at all"),
@@ -228,23 +186,23 @@ async fn an_id_that_was_not_offered_or_malformed_json_changes_nothing() {
     }));
     let server = LlmServer::start(vec![script.clone(), script, malformed.clone(), malformed]).await;
     let home = Home::new();
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &["memory", "add", "User lives in Chicago.", "--kind", "fact"],
     )
     .await;
-    let before = hearth(&home, &server, &["memory", "list"]).await;
-    let done = hearth(&home, &server, &["chat", "--learn", "I live in Porto now."]).await;
+    let before = hearth_ok(&home, &server, &["memory", "list"]).await;
+    let done = hearth_ok(&home, &server, &["chat", "--learn", "I live in Porto now."]).await;
     assert_eq!(done["memory_changes"], json!([]));
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "Remember my cat is called Miso."],
     )
     .await;
     assert_eq!(done["memory_changes"], json!([]));
-    let after = hearth(&home, &server, &["memory", "list"]).await;
+    let after = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(texts(&before), texts(&after));
 }
 
@@ -269,7 +227,7 @@ async fn a_negation_is_never_merged_as_a_duplicate() {
     }));
     let server = LlmServer::start(vec![script.clone(), script.clone(), script]).await;
     let home = Home::new();
-    let liked = hearth(
+    let liked = hearth_ok(
         &home,
         &server,
         &[
@@ -281,7 +239,7 @@ async fn a_negation_is_never_merged_as_a_duplicate() {
         ],
     )
     .await;
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &[
@@ -291,9 +249,9 @@ async fn a_negation_is_never_merged_as_a_duplicate() {
         ],
     )
     .await;
-    let list = hearth(&home, &server, &["memory", "list"]).await;
+    let list = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(texts(&list), vec!["User doesn't like cilantro in salads."]);
-    let shown = hearth(
+    let shown = hearth_ok(
         &home,
         &server,
         &["memory", "show", liked["id"].as_str().expect("id")],
@@ -328,20 +286,20 @@ async fn a_near_duplicate_that_agrees_merges_without_asking_the_model() {
     }));
     let server = LlmServer::start(vec![script.clone(), script.clone(), script]).await;
     let home = Home::new();
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &["memory", "add", "User lives in Lisbon, Portugal."],
     )
     .await;
-    let out = hearth(
+    let out = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "I live in Lisbon, you know."],
     )
     .await;
     assert_eq!(out["memory_changes"], json!([]), "{out}");
-    let list = hearth(&home, &server, &["memory", "list"]).await;
+    let list = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(texts(&list), vec!["User lives in Lisbon, Portugal."]);
     assert!(
         !server
@@ -356,14 +314,14 @@ async fn a_near_duplicate_that_agrees_merges_without_asking_the_model() {
 async fn the_users_controls_work_from_the_command_line() {
     let server = LlmServer::start(Vec::new()).await;
     let home = Home::new();
-    let a = hearth(
+    let a = hearth_ok(
         &home,
         &server,
         &["memory", "add", "Allergic to peanuts", "--critical"],
     )
     .await;
     assert_eq!(a["critical"], true);
-    let b = hearth(
+    let b = hearth_ok(
         &home,
         &server,
         &[
@@ -377,16 +335,17 @@ async fn the_users_controls_work_from_the_command_line() {
     )
     .await;
     let b_id = b["id"].as_str().expect("id").to_owned();
-    let edited = hearth(
+    let edited = hearth_ok(
         &home,
         &server,
         &["memory", "edit", &b_id, "Answer briefly, in English"],
     )
     .await;
     assert_eq!(edited["text"], "Answer briefly, in English");
-    let found = hearth(&home, &server, &["memory", "list", "--query", "peanuts"]).await;
+    let found = hearth_ok(&home, &server, &["memory", "list", "--query", "peanuts"]).await;
     assert_eq!(texts(&found), vec!["Allergic to peanuts"]);
-    let instructions = hearth(&home, &server, &["memory", "list", "--kind", "instruction"]).await;
+    let instructions =
+        hearth_ok(&home, &server, &["memory", "list", "--kind", "instruction"]).await;
     assert_eq!(texts(&instructions), vec!["Answer briefly, in English"]);
 
     // Export → forget everything → import gives the same memories; twice adds nothing.
@@ -395,7 +354,7 @@ async fn the_users_controls_work_from_the_command_line() {
     let out = output(home.cmd(&server, &["memory", "export", &file_s])).await;
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not encrypted"));
     let md = home.root.with_extension("md");
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &["memory", "export", md.to_str().expect("path")],
@@ -406,25 +365,25 @@ async fn the_users_controls_work_from_the_command_line() {
             .expect("md")
             .contains("## Instructions")
     );
-    let before = hearth(&home, &server, &["memory", "list"]).await;
+    let before = hearth_ok(&home, &server, &["memory", "list"]).await;
     let out = output(home.cmd(&server, &["memory", "forget", "--all", "--json"])).await;
     assert_eq!(
         out.status.code(),
         Some(1),
         "refuses without a terminal or --yes"
     );
-    let gone = hearth(&home, &server, &["memory", "forget", "--all", "--yes"]).await;
+    let gone = hearth_ok(&home, &server, &["memory", "forget", "--all", "--yes"]).await;
     assert_eq!(gone["deleted"], 2);
-    let imported = hearth(&home, &server, &["memory", "import", &file_s]).await;
+    let imported = hearth_ok(&home, &server, &["memory", "import", &file_s]).await;
     assert_eq!(imported, json!({"added": 2, "skipped": 0}));
-    let again = hearth(&home, &server, &["memory", "import", &file_s]).await;
+    let again = hearth_ok(&home, &server, &["memory", "import", &file_s]).await;
     assert_eq!(again, json!({"added": 0, "skipped": 2}));
-    let after = hearth(&home, &server, &["memory", "list"]).await;
+    let after = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(texts(&before), texts(&after));
 
     // Forget between dates (today, in the local time zone) and a real delete.
     let today = jiff::Zoned::now().date().to_string();
-    let gone = hearth(
+    let gone = hearth_ok(
         &home,
         &server,
         &[
@@ -433,9 +392,9 @@ async fn the_users_controls_work_from_the_command_line() {
     )
     .await;
     assert_eq!(gone["deleted"], 2);
-    let c = hearth(&home, &server, &["memory", "add", "Likes jazz"]).await;
+    let c = hearth_ok(&home, &server, &["memory", "add", "Likes jazz"]).await;
     let c_id = c["id"].as_str().expect("id").to_owned();
-    hearth(&home, &server, &["memory", "delete", &c_id]).await;
+    hearth_ok(&home, &server, &["memory", "delete", &c_id]).await;
     let out = output(home.cmd(&server, &["memory", "delete", &c_id, "--json"])).await;
     assert_eq!(json_of(&out)["error"]["code"], "not_found");
     let out = output(home.cmd(

@@ -12,34 +12,6 @@ use serde_json::{Value, json};
 mod common;
 use common::*;
 
-async fn hearth(home: &Home, server: &LlmServer, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let out = output(home.cmd(server, &all)).await;
-    assert!(
-        out.status.success(),
-        "hearth {args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
-}
-
-fn schema_name(body: &Value) -> Option<String> {
-    body["response_format"]["json_schema"]["name"]
-        .as_str()
-        .map(str::to_owned)
-}
-
-fn last_text(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
 /// The id the prompt offers for the memory whose text contains `needle` (`[m-…] text`).
 fn offered_id(prompt: &str, needle: &str) -> Option<String> {
     prompt.lines().find(|l| l.contains(needle)).and_then(|l| {
@@ -47,10 +19,6 @@ fn offered_id(prompt: &str, needle: &str) -> Option<String> {
         let end = start + l[start..].find(']')?;
         Some(l[start..end].to_owned())
     })
-}
-
-fn answer(text: &str) -> Reply {
-    stream(text_stream(&[text], None))
 }
 
 fn extraction(memories: Value, forget: &[&str]) -> Reply {
@@ -88,17 +56,6 @@ fn model(
     vec![script; 12]
 }
 
-fn texts(list: &Value) -> Vec<String> {
-    let mut t: Vec<String> = list
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|m| m["text"].as_str().unwrap_or("").to_owned())
-        .collect();
-    t.sort();
-    t
-}
-
 fn proposal_changes(done: &Value) -> Vec<Value> {
     done["memory_changes"]
         .as_array()
@@ -120,7 +77,7 @@ async fn forgetting_a_pinned_critical_memory_makes_a_proposal_and_the_memory_sta
     ))
     .await;
     let home = Home::new();
-    let m = hearth(
+    let m = hearth_ok(
         &home,
         &server,
         &[
@@ -134,7 +91,7 @@ async fn forgetting_a_pinned_critical_memory_makes_a_proposal_and_the_memory_sta
     .await;
     let id = m["id"].as_str().expect("id").to_owned();
 
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &[
@@ -153,17 +110,17 @@ async fn forgetting_a_pinned_critical_memory_makes_a_proposal_and_the_memory_sta
         .to_owned();
 
     // Nothing changed: the memory is active and still goes into every prompt.
-    let active = hearth(&home, &server, &["memory", "list"]).await;
+    let active = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(active[0]["id"], id.as_str());
     assert_eq!(active[0]["status"], "active");
-    hearth(&home, &server, &["chat", "What snacks are fine?"]).await;
+    hearth_ok(&home, &server, &["chat", "What snacks are fine?"]).await;
     let last = server.seen().last().expect("a request").raw.clone();
     assert!(
         String::from_utf8_lossy(&last).contains("allergic to peanuts"),
         "the protected memory is still injected"
     );
 
-    let listed = hearth(&home, &server, &["memory", "proposals"]).await;
+    let listed = hearth_ok(&home, &server, &["memory", "proposals"]).await;
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     let p = &listed[0];
     assert_eq!(p["id"], proposal_id.as_str());
@@ -179,20 +136,23 @@ async fn forgetting_a_pinned_critical_memory_makes_a_proposal_and_the_memory_sta
     );
 
     // Accepting removes it softly (restorable, consented to).
-    let accepted = hearth(&home, &server, &["memory", "accept", &proposal_id]).await;
+    let accepted = hearth_ok(&home, &server, &["memory", "accept", &proposal_id]).await;
     assert_eq!(accepted, json!({"accepted": proposal_id}));
-    assert_eq!(hearth(&home, &server, &["memory", "list"]).await, json!([]));
-    let removed = hearth(&home, &server, &["memory", "list", "--removed"]).await;
+    assert_eq!(
+        hearth_ok(&home, &server, &["memory", "list"]).await,
+        json!([])
+    );
+    let removed = hearth_ok(&home, &server, &["memory", "list", "--removed"]).await;
     assert_eq!(texts(&removed), vec!["User is allergic to peanuts."]);
     assert_eq!(removed[0]["removal_awaits_consent"], false);
     assert_eq!(
-        hearth(&home, &server, &["memory", "proposals"]).await,
+        hearth_ok(&home, &server, &["memory", "proposals"]).await,
         json!([])
     );
     let out = output(home.cmd(&server, &["memory", "accept", &proposal_id, "--json"])).await;
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json_of(&out)["error"]["code"], "not_found");
-    let restored = hearth(&home, &server, &["memory", "restore", &id]).await;
+    let restored = hearth_ok(&home, &server, &["memory", "restore", &id]).await;
     assert_eq!(restored["critical"], true);
 }
 
@@ -207,14 +167,14 @@ async fn an_update_of_a_pinned_memory_waits_and_rejecting_it_keeps_the_text() {
     ))
     .await;
     let home = Home::new();
-    let m = hearth(
+    let m = hearth_ok(
         &home,
         &server,
         &["memory", "add", "User lives in Chicago.", "--pin"],
     )
     .await;
     let id = m["id"].as_str().expect("id").to_owned();
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "I live in Lisbon now."],
@@ -224,22 +184,22 @@ async fn an_update_of_a_pinned_memory_waits_and_rejecting_it_keeps_the_text() {
     assert_eq!(proposals.len(), 1, "{done}");
     assert_eq!(proposals[0]["text"], "User lives in Lisbon.");
     assert_eq!(proposals[0]["old_text"], "User lives in Chicago.");
-    let listed = hearth(&home, &server, &["memory", "proposals"]).await;
+    let listed = hearth_ok(&home, &server, &["memory", "proposals"]).await;
     assert_eq!(listed[0]["action"], "update");
     assert_eq!(listed[0]["proposed_text"], "User lives in Lisbon.");
     assert_eq!(
-        texts(&hearth(&home, &server, &["memory", "list"]).await),
+        texts(&hearth_ok(&home, &server, &["memory", "list"]).await),
         vec!["User lives in Chicago."]
     );
 
     let pid = listed[0]["id"].as_str().expect("id").to_owned();
-    let rejected = hearth(&home, &server, &["memory", "reject", &pid]).await;
+    let rejected = hearth_ok(&home, &server, &["memory", "reject", &pid]).await;
     assert_eq!(rejected, json!({"rejected": pid}));
     assert_eq!(
-        hearth(&home, &server, &["memory", "proposals"]).await,
+        hearth_ok(&home, &server, &["memory", "proposals"]).await,
         json!([])
     );
-    let shown = hearth(&home, &server, &["memory", "show", &id]).await;
+    let shown = hearth_ok(&home, &server, &["memory", "show", &id]).await;
     assert_eq!(shown["memory"]["text"], "User lives in Chicago.");
     assert!(
         !shown["history"]
@@ -264,7 +224,7 @@ async fn a_delete_replacing_a_critical_memory_keeps_the_new_one_inside_the_propo
     ))
     .await;
     let home = Home::new();
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &[
@@ -277,7 +237,7 @@ async fn a_delete_replacing_a_critical_memory_keeps_the_new_one_inside_the_propo
         ],
     )
     .await;
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "Good news: I eat fish again."],
@@ -286,21 +246,21 @@ async fn a_delete_replacing_a_critical_memory_keeps_the_new_one_inside_the_propo
     assert_eq!(proposal_changes(&done).len(), 1, "{done}");
     // No contradictory pair meanwhile: the candidate is not stored yet.
     assert_eq!(
-        texts(&hearth(&home, &server, &["memory", "list"]).await),
+        texts(&hearth_ok(&home, &server, &["memory", "list"]).await),
         vec!["User is vegetarian and eats no fish."]
     );
-    let listed = hearth(&home, &server, &["memory", "proposals"]).await;
+    let listed = hearth_ok(&home, &server, &["memory", "proposals"]).await;
     assert_eq!(listed[0]["action"], "remove");
     assert_eq!(listed[0]["new_memory"]["text"], "User eats fish again.");
     assert_eq!(listed[0]["new_memory"]["kind"], "preference");
 
     let pid = listed[0]["id"].as_str().expect("id").to_owned();
-    hearth(&home, &server, &["memory", "accept", &pid]).await;
-    let active = hearth(&home, &server, &["memory", "list"]).await;
+    hearth_ok(&home, &server, &["memory", "accept", &pid]).await;
+    let active = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(texts(&active), vec!["User eats fish again."]);
     assert_eq!(active[0]["source"]["kind"], "conversation");
     assert_eq!(
-        texts(&hearth(&home, &server, &["memory", "list", "--removed"]).await),
+        texts(&hearth_ok(&home, &server, &["memory", "list", "--removed"]).await),
         vec!["User is vegetarian and eats no fish."]
     );
 }
@@ -316,9 +276,9 @@ async fn a_forget_the_model_resolves_on_an_ordinary_memory_is_soft_and_restorabl
     ))
     .await;
     let home = Home::new();
-    let m = hearth(&home, &server, &["memory", "add", "User likes jazz."]).await;
+    let m = hearth_ok(&home, &server, &["memory", "add", "User likes jazz."]).await;
     let id = m["id"].as_str().expect("id").to_owned();
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "Forget that I like jazz."],
@@ -331,11 +291,11 @@ async fn a_forget_the_model_resolves_on_an_ordinary_memory_is_soft_and_restorabl
         .filter_map(|c| c["op"].as_str())
         .collect();
     assert_eq!(ops, ["remove"], "{done}");
-    let removed = hearth(&home, &server, &["memory", "list", "--removed"]).await;
+    let removed = hearth_ok(&home, &server, &["memory", "list", "--removed"]).await;
     assert_eq!(texts(&removed), vec!["User likes jazz."]);
     assert_eq!(removed[0]["removal_awaits_consent"], true);
     assert_eq!(
-        hearth(&home, &server, &["memory", "restore", &id]).await["status"],
+        hearth_ok(&home, &server, &["memory", "restore", &id]).await["status"],
         "active"
     );
 }
@@ -363,23 +323,26 @@ async fn facts_come_from_the_users_words_not_the_answer() {
     }));
     let server = LlmServer::start(vec![script; 8]).await;
     let home = Home::new();
-    let done = hearth(
+    let done = hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "What should I cook tonight?"],
     )
     .await;
     assert_eq!(done["memory_changes"], json!([]), "{done}");
-    assert_eq!(hearth(&home, &server, &["memory", "list"]).await, json!([]));
+    assert_eq!(
+        hearth_ok(&home, &server, &["memory", "list"]).await,
+        json!([])
+    );
     // The positive control: a paraphrase of the user's own words is kept.
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &["chat", "--learn", "My wife Ana and I are going to Rome."],
     )
     .await;
     assert_eq!(
-        texts(&hearth(&home, &server, &["memory", "list"]).await),
+        texts(&hearth_ok(&home, &server, &["memory", "list"]).await),
         vec!["User is married to Ana."]
     );
 }
@@ -398,7 +361,7 @@ async fn only_facts_and_preferences_may_be_learned_as_critical() {
     ))
     .await;
     let home = Home::new();
-    hearth(
+    hearth_ok(
         &home,
         &server,
         &[
@@ -408,7 +371,7 @@ async fn only_facts_and_preferences_may_be_learned_as_critical() {
         ],
     )
     .await;
-    let list = hearth(&home, &server, &["memory", "list"]).await;
+    let list = hearth_ok(&home, &server, &["memory", "list"]).await;
     let of = |text: &str| {
         list.as_array()
             .and_then(|a| a.iter().find(|m| m["text"] == text))
@@ -435,14 +398,14 @@ async fn an_imported_line_cannot_claim_to_come_from_a_conversation() {
     });
     let file = home.root.with_extension("jsonl");
     std::fs::write(&file, format!("{line}\n")).expect("write");
-    let report = hearth(
+    let report = hearth_ok(
         &home,
         &server,
         &["memory", "import", file.to_str().expect("path")],
     )
     .await;
     assert_eq!(report, json!({"added": 1, "skipped": 0}));
-    let list = hearth(&home, &server, &["memory", "list"]).await;
+    let list = hearth_ok(&home, &server, &["memory", "list"]).await;
     assert_eq!(list[0]["source"], json!({"kind": "import"}));
     assert_eq!(list[0]["imported_from"]["conversation"], "c-forged");
 
@@ -464,7 +427,7 @@ async fn an_imported_line_cannot_claim_to_come_from_a_conversation() {
         "{err}"
     );
     assert_eq!(
-        hearth(&home, &server, &["memory", "list"])
+        hearth_ok(&home, &server, &["memory", "list"])
             .await
             .as_array()
             .map(Vec::len),

@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::params;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{self, Budgets, MemorySource, Parts, Passage, RetrievalSource, ZoneTokens};
 use crate::conversations::{Conversations, MessageState};
-use crate::llm::{ChatRequest, LlmClient, LlmError, Provider, StreamEvent};
+use crate::llm::{ChatRequest, LlmClient, LlmError, StreamEvent};
 use crate::models::{ModelTable, Models};
 use crate::store::Store;
 use crate::time::now_millis;
@@ -27,35 +27,8 @@ pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 /// How often a waiting turn touches its answer row even when no text arrived.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 
-/// A model on a provider, for one slot.
-#[derive(Debug, Clone)]
-pub struct ChatModel {
-    pub provider: Provider,
-    pub model: String,
-    /// The advertised context window, when known better than the built-in table.
-    pub context_window: Option<u32>,
-}
-
-/// The models a turn uses: `main` answers; `fast` writes summaries (and later extracts
-/// memories). With one model configured, both slots hold it. `fallback`, set only when the
-/// user enabled it, answers when the main model fails before saying anything.
-#[derive(Debug, Clone)]
-pub struct ModelSlots {
-    pub main: ChatModel,
-    pub fast: ChatModel,
-    pub fallback: Option<ChatModel>,
-}
-
-impl ModelSlots {
-    /// Both slots filled by one model, no fallback.
-    pub fn single(model: ChatModel) -> Self {
-        Self {
-            fast: model.clone(),
-            main: model,
-            fallback: None,
-        }
-    }
-}
+pub use crate::conversations::TurnInfo;
+pub use crate::llm::{ChatModel, ModelSlots};
 
 /// Instructions to the fast model for the rolling summary.
 pub const SUMMARY_PROMPT: &str = "You maintain a rolling summary of a conversation between a user and their assistant, \
@@ -206,21 +179,6 @@ pub struct ChatOptions {
 pub struct Sources {
     pub memory: Option<Arc<dyn MemorySource>>,
     pub retrieval: Option<Arc<dyn RetrievalSource>>,
-}
-
-/// What an answer's turn used, stored with the answer for the chat screen.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TurnInfo {
-    pub provider: String,
-    pub model: String,
-    pub usage: Usage,
-    /// USD: 0 on a local server, `None` when the price is unknown.
-    pub cost_usd: Option<f64>,
-    pub zones: ZoneTokens,
-    /// Set when the main model failed and the enabled fallback answered: the main model.
-    pub fallback_from: Option<String>,
-    /// Why the main model failed, when the fallback answered.
-    pub fallback_reason: Option<String>,
 }
 
 /// What a turn produced.

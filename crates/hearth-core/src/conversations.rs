@@ -2,12 +2,13 @@
 //! count, computed once when it is written.
 
 use rusqlite::{OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::context::ZoneTokens;
 use crate::store::Store;
 use crate::time::{Millis, now_millis};
 use crate::tokens::Encoding;
-use crate::types::{Message, Role};
+use crate::types::{Message, Role, Usage};
 use crate::{Error, Result};
 
 /// Where an assistant message is in its life; `Streaming` is the turn checkpoint.
@@ -92,7 +93,7 @@ pub struct StoredMessage {
     pub created_at: Millis,
     /// For an answer: what its turn used.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn: Option<crate::chat::TurnInfo>,
+    pub turn: Option<TurnInfo>,
 }
 
 /// The latest rolling summary of a conversation.
@@ -302,7 +303,7 @@ impl Conversations {
     }
 
     /// Stores what an answer's turn used (model, tokens, cost, context zones).
-    pub fn set_turn_info(&self, message_id: i64, info: &crate::chat::TurnInfo) -> Result<()> {
+    pub fn set_turn_info(&self, message_id: i64, info: &TurnInfo) -> Result<()> {
         let json = serde_json::to_string(info).map_err(|e| Error::InvalidInput(e.to_string()))?;
         self.store.write_blocking(move |c| {
             c.execute(
@@ -480,4 +481,19 @@ fn title_from(message: &str) -> String {
         title.push('…');
     }
     title
+}
+
+/// What an answer's turn used, stored with the answer for the chat screen.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnInfo {
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    /// USD: 0 on a local server, `None` when the price is unknown.
+    pub cost_usd: Option<f64>,
+    pub zones: ZoneTokens,
+    /// Set when the main model failed and the enabled fallback answered: the main model.
+    pub fallback_from: Option<String>,
+    /// Why the main model failed, when the fallback answered.
+    pub fallback_reason: Option<String>,
 }

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use zeroize::Zeroizing;
 
-use crate::chat::{ChatModel, ModelSlots};
+use crate::llm::{ChatModel, ModelSlots};
 use std::time::Duration;
 
 use crate::llm::{LlmClient, Protocol, Provider};

@@ -116,3 +116,51 @@ pub fn json_of(out: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// `hearth ARGS --json`, which must succeed; its JSON.
+pub async fn hearth_ok(home: &Home, server: &LlmServer, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = output(home.cmd(server, &all)).await;
+    assert!(
+        out.status.success(),
+        "hearth {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
+/// The JSON schema a structured-output request names (`memory_extraction`, …).
+pub fn schema_name(body: &serde_json::Value) -> Option<String> {
+    body["response_format"]["json_schema"]["name"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The text of a request's last message.
+pub fn last_text(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// A streamed answer with `text`.
+pub fn answer(text: &str) -> hearth_testkit::llm_server::Reply {
+    hearth_testkit::llm_server::stream(hearth_testkit::llm_server::text_stream(&[text], None))
+}
+
+/// The `text` fields of a JSON array of memories, sorted.
+pub fn texts(list: &serde_json::Value) -> Vec<String> {
+    let mut t: Vec<String> = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or("").to_owned())
+        .collect();
+    t.sort();
+    t
+}

@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Hearth;
-use crate::chat::ChatModel;
 use crate::events::Event;
+use crate::llm::ChatModel;
 use crate::memory::Change;
 use crate::memory::extract::{Exchange, JOB_KIND as LEARN_JOB, Learner};
 use crate::store::jobs::{Job, JobId, Lane, Lease};

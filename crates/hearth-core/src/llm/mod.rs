@@ -530,3 +530,33 @@ impl LlmClient {
         Ok(vectors.into_iter().flatten().collect())
     }
 }
+
+/// A model on a provider, for one slot.
+#[derive(Debug, Clone)]
+pub struct ChatModel {
+    pub provider: Provider,
+    pub model: String,
+    /// The advertised context window, when known better than the built-in table.
+    pub context_window: Option<u32>,
+}
+
+/// The models a turn uses: `main` answers; `fast` writes summaries (and later extracts
+/// memories). With one model configured, both slots hold it. `fallback`, set only when the
+/// user enabled it, answers when the main model fails before saying anything.
+#[derive(Debug, Clone)]
+pub struct ModelSlots {
+    pub main: ChatModel,
+    pub fast: ChatModel,
+    pub fallback: Option<ChatModel>,
+}
+
+impl ModelSlots {
+    /// Both slots filled by one model, no fallback.
+    pub fn single(model: ChatModel) -> Self {
+        Self {
+            fast: model.clone(),
+            main: model,
+            fallback: None,
+        }
+    }
+}

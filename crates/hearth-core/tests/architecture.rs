@@ -1,0 +1,122 @@
+//! The direction of dependency inside `hearth-core` (ARCHITECTURE.md, "Module layers"):
+//! a lower module never imports a higher one. Reads every `crate::…` path in `src/` and
+//! fails on an edge that points upward and is not in `KNOWN_UPWARD` — the edges the
+//! engine issue (9) found and has not removed yet. The list may only shrink: an edge that
+//! no longer exists must be taken off it too, so the ratchet cannot silently loosen.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Each top-level module and its layer (0 lowest).
+const LAYERS: &[(&str, u8)] = &[
+    ("error", 0),
+    ("types", 0),
+    ("time", 0),
+    ("failpoint", 0),
+    ("fsio", 0),
+    ("paths", 0),
+    ("store", 0),
+    ("tokens", 1),
+    ("pricing", 1),
+    ("embed", 1),
+    ("llm", 1),
+    ("models", 2),
+    ("context", 2),
+    ("conversations", 2),
+    ("providers", 2),
+    ("memory", 2),
+    ("chat", 3),
+    ("events", 4),
+    ("hearth", 4),
+];
+
+/// Upward edges still in the code, as `from -> to`. Remove a line when its edge goes.
+/// (`error` is the crate's one error type and wraps the providers' and the embedder's; the
+/// issue asks for the store's own error type naming no network errors — not done yet.)
+const KNOWN_UPWARD: &[&str] = &["error -> embed", "error -> llm"];
+
+fn layer(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read src").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The edges `from -> to` between top-level modules, read from `crate::to` paths.
+fn edges() -> BTreeSet<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let mut edges = BTreeSet::new();
+    for path in all {
+        let rel = path.strip_prefix(&src).expect("inside src");
+        let from = rel
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .map(|s| s.trim_end_matches(".rs").to_owned())
+            .expect("a name");
+        if from == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read");
+        // Test modules may reach anywhere; comments (doc links) are no imports.
+        let text: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (i, _) in text.match_indices("crate::") {
+            let to: String = text[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !to.is_empty() && to != from && layer(&to).is_some() {
+                edges.insert((from.clone(), to));
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    for (from, to) in edges() {
+        assert!(
+            layer(&from).is_some(),
+            "module {from} has no layer in LAYERS"
+        );
+        assert!(layer(&to).is_some(), "module {to} has no layer in LAYERS");
+    }
+}
+
+#[test]
+fn a_lower_module_never_imports_a_higher_one() {
+    let upward: BTreeSet<String> = edges()
+        .into_iter()
+        .filter(|(f, t)| layer(f).unwrap_or(0) < layer(t).unwrap_or(0))
+        .map(|(f, t)| format!("{f} -> {t}"))
+        .collect();
+    let known: BTreeSet<String> = KNOWN_UPWARD.iter().map(|s| (*s).to_owned()).collect();
+    let new: Vec<&String> = upward.difference(&known).collect();
+    assert!(
+        new.is_empty(),
+        "upward imports (a lower module importing a higher one; see ARCHITECTURE.md): {new:?}"
+    );
+    let gone: Vec<&String> = known.difference(&upward).collect();
+    assert!(
+        gone.is_empty(),
+        "these known upward edges are gone: take them off KNOWN_UPWARD: {gone:?}"
+    );
+}
