@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
+use hearth_core::embed::PINNED_SHA256;
 use hearth_core::embed::{ApiEmbedder, Embedder, LocalEmbedder, ModelSource};
 use hearth_core::llm::{LlmClient, Protocol, Provider, RetryPolicy, Timeouts};
 use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
@@ -107,7 +108,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 // ---------------------------------------------------------------------------------------------
 // A hub on 127.0.0.1 serving the model files the way huggingface.co does: each
-// `/resolve/main/<file>` redirects (with `X-Repo-Commit`) to where the bytes are.
+// `/resolve/<pinned commit>/<file>` redirects to where the bytes are.
 
 /// The hub serving the installed model's files.
 async fn start_hub(mode: HubMode) -> HubServer {
@@ -404,7 +405,7 @@ async fn a_missing_model_is_downloaded_once_into_the_hf_cache_with_progress() {
     let reference = reference();
     assert!(cosine(&vectors[0], &reference.vectors[0]) >= 0.9999);
 
-    // The standard layout, revision from the hub's X-Repo-Commit.
+    // The standard layout, at the pinned revision.
     let repo = cache.path().join(REPO_DIR);
     let rev = std::fs::read_to_string(repo.join("refs/main")).expect("refs/main");
     assert_eq!(rev, COMMIT);
@@ -490,7 +491,7 @@ async fn a_hub_answering_404_gives_a_clear_error_and_leaves_nothing() {
     assert!(msg.contains("404"), "{msg}");
     assert!(
         msg.contains(&format!(
-            "{endpoint}/sentence-transformers/all-MiniLM-L6-v2/resolve/main/config.json"
+            "{endpoint}/sentence-transformers/all-MiniLM-L6-v2/resolve/{COMMIT}/config.json"
         )),
         "names the URL: {msg}"
     );
@@ -519,6 +520,42 @@ async fn a_hub_answering_500_gives_a_clear_error_and_leaves_nothing() {
 async fn a_download_broken_midway_leaves_no_partial_file() {
     let (err, _cache, _) = failed_download(HubMode::BreakWeights).await;
     assert!(err.to_string().contains("model.safetensors"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_the_pinned_release_is_refused_and_nothing_is_installed() {
+    let (err, _cache, _) = failed_download(HubMode::TamperTokenizer).await;
+    let msg = err.to_string();
+    assert!(
+        msg.contains("tokenizer.json is not the pinned release"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(PINNED_SHA256[1].1),
+        "names the expected hash: {msg}"
+    );
+}
+
+#[test]
+fn the_pinned_hashes_are_those_of_the_files_the_tests_use() {
+    use sha2::{Digest, Sha256};
+    assert_eq!(hearth_core::embed::REVISION, COMMIT);
+    let files = ModelSource::dir(model_dir())
+        .find()
+        .expect("find")
+        .expect("model files (scripts/fetch-model.sh)");
+    for ((name, pinned), path) in
+        PINNED_SHA256
+            .iter()
+            .zip([&files.config, &files.tokenizer, &files.weights])
+    {
+        let bytes = std::fs::read(path).expect("read");
+        assert_eq!(
+            hex::encode(Sha256::digest(&bytes)),
+            *pinned,
+            "{name} of the installed package differs from the pin"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! A model hub on 127.0.0.1 serving files the way huggingface.co does: each
-//! `/<repo>/resolve/main/<file>` redirects (with `X-Repo-Commit`) to where the bytes are.
+//! `/<repo>/resolve/<commit>/<file>` redirects (with `X-Repo-Commit`) to where the bytes are.
+//! Only the pinned commit resolves.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-/// The commit the hub reports for every file.
+/// The commit the hub serves (the one Hearth pins).
 pub const COMMIT: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
 
 /// How the hub behaves.
@@ -22,6 +23,8 @@ pub enum HubMode {
     Status(StatusCode),
     /// Serves the small files, then breaks off model.safetensors halfway.
     BreakWeights,
+    /// Serves a tokenizer.json with one byte changed (a tampered or moved release).
+    TamperTokenizer,
 }
 
 #[derive(Clone)]
@@ -61,7 +64,7 @@ impl HubServer {
         };
         let requests = hub.requests.clone();
         let app = axum::Router::new()
-            .route(&format!("/{repo}/resolve/main/{{file}}"), get(resolve))
+            .route(&format!("/{repo}/resolve/{COMMIT}/{{file}}"), get(resolve))
             .route("/cdn/{file}", get(cdn))
             .with_state(hub);
         let (addr, task) = crate::serve(app).await;
@@ -104,6 +107,13 @@ async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response
     let Some(bytes) = hub.files.get(&file).cloned() else {
         return StatusCode::NOT_FOUND.into_response();
     };
+    if matches!(hub.mode, HubMode::TamperTokenizer) && file == "tokenizer.json" {
+        let mut changed = bytes.to_vec();
+        if let Some(b) = changed.last_mut() {
+            *b ^= 1;
+        }
+        return (StatusCode::OK, changed).into_response();
+    }
     if matches!(hub.mode, HubMode::BreakWeights) && file == "model.safetensors" {
         let total = bytes.len();
         let half = bytes.slice(..total / 2);

