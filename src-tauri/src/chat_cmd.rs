@@ -4,8 +4,7 @@ use std::sync::atomic::Ordering;
 
 use hearth_core::chat::{ChatOptions, Redo};
 use hearth_core::conversations::MessageState;
-use hearth_core::providers::{NO_PROVIDER_HINT, resolve_slots};
-use tauri::{AppHandle, Emitter, Manager, Runtime, State};
+use tauri::{AppHandle, Emitter, EventTarget, Manager, Runtime, State, Webview};
 use tokio_util::sync::CancellationToken;
 
 use crate::dto::{
@@ -24,18 +23,12 @@ fn state_name(s: MessageState) -> String {
 #[tauri::command]
 pub fn chat_status(state: State<'_, AppState>) -> Result<ChatStatusDto, ErrorDto> {
     let hearth = state.hearth()?;
-    Ok(match resolve_slots(hearth.store(), None, None) {
-        Ok(Some(slots)) => ChatStatusDto {
+    Ok(match hearth.providers().for_chat(None, None) {
+        Ok(slots) => ChatStatusDto {
             ready: true,
             provider: Some(slots.main.provider.name),
             model: Some(slots.main.model),
             hint: None,
-        },
-        Ok(None) => ChatStatusDto {
-            ready: false,
-            provider: None,
-            model: None,
-            hint: Some(NO_PROVIDER_HINT.into()),
         },
         Err(e) => ChatStatusDto {
             ready: false,
@@ -95,6 +88,7 @@ pub async fn get_messages(
 #[tauri::command]
 pub fn send_message<R: Runtime>(
     app: AppHandle<R>,
+    webview: Webview<R>,
     state: State<'_, AppState>,
     conversation_id: Option<String>,
     text: String,
@@ -105,6 +99,7 @@ pub fn send_message<R: Runtime>(
     }
     start_turn(
         app,
+        webview.label(),
         &state,
         ChatOptions {
             conversation: conversation_id,
@@ -118,11 +113,13 @@ pub fn send_message<R: Runtime>(
 #[tauri::command]
 pub fn regenerate<R: Runtime>(
     app: AppHandle<R>,
+    webview: Webview<R>,
     state: State<'_, AppState>,
     conversation_id: String,
 ) -> Result<SendResultDto, ErrorDto> {
     start_turn(
         app,
+        webview.label(),
         &state,
         ChatOptions {
             conversation: Some(conversation_id),
@@ -135,6 +132,7 @@ pub fn regenerate<R: Runtime>(
 #[tauri::command]
 pub fn edit_last_message<R: Runtime>(
     app: AppHandle<R>,
+    webview: Webview<R>,
     state: State<'_, AppState>,
     conversation_id: String,
     text: String,
@@ -144,6 +142,7 @@ pub fn edit_last_message<R: Runtime>(
     }
     start_turn(
         app,
+        webview.label(),
         &state,
         ChatOptions {
             conversation: Some(conversation_id),
@@ -155,22 +154,24 @@ pub fn edit_last_message<R: Runtime>(
 }
 
 /// Starts a turn in the background; its answer arrives as `chat_token` events, then
-/// `chat_done` or `chat_failed`.
+/// `chat_done` or `chat_failed`, sent to the window that asked (`origin`) only. The turn
+/// belongs to that window: only it may stop it.
 fn start_turn<R: Runtime>(
     app: AppHandle<R>,
+    origin: &str,
     state: &AppState,
     options: ChatOptions,
 ) -> Result<SendResultDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
-    let slots = resolve_slots(hearth.store(), None, None)?
-        .ok_or_else(|| ErrorDto::new("no_provider", NO_PROVIDER_HINT))?;
+    let slots = hearth.providers().for_chat(None, None)?;
     let turn_id = state.next_turn.fetch_add(1, Ordering::Relaxed);
     let cancel = CancellationToken::new();
     if let Ok(mut turns) = state.turns.lock() {
-        turns.insert(turn_id, cancel.clone());
+        turns.insert(turn_id, (origin.to_owned(), cancel.clone()));
     }
+    let target = EventTarget::webview_window(origin);
     tauri::async_runtime::spawn(async move {
-        let emitter = app.clone();
+        let (emitter, token_target) = (app.clone(), target.clone());
         // The turn runs in a task of its own so that a panic in it still ends the turn
         // here: its answer row is marked failed by the engine as the turn unwinds (which
         // also stops its checkpoints), and the window gets `chat_failed`.
@@ -179,7 +180,8 @@ fn start_turn<R: Runtime>(
             tauri::async_runtime::spawn(async move {
                 hearth
                     .chat(&slots, options, &cancel, move |piece| {
-                        let _ = emitter.emit(
+                        let _ = emitter.emit_to(
+                            token_target.clone(),
                             "chat_token",
                             ChatTokenEvent {
                                 turn_id,
@@ -207,7 +209,8 @@ fn start_turn<R: Runtime>(
         let _ = match result {
             Ok(done) => {
                 let usage = done.usage.unwrap_or_default();
-                app.emit(
+                app.emit_to(
+                    target,
                     "chat_done",
                     ChatDoneEvent {
                         turn_id,
@@ -230,7 +233,8 @@ fn start_turn<R: Runtime>(
                     },
                 )
             }
-            Err(e) => app.emit(
+            Err(e) => app.emit_to(
+                target,
                 "chat_failed",
                 ChatFailedEvent {
                     turn_id,
@@ -245,12 +249,28 @@ fn start_turn<R: Runtime>(
     Ok(SendResultDto { turn_id })
 }
 
+/// Stops a turn of the calling window. Another window's turn is refused (`not_found`, as
+/// if it did not exist); a turn that already ended is a no-op.
 #[tauri::command]
-pub fn stop_turn(state: State<'_, AppState>, turn_id: u64) {
-    if let Ok(turns) = state.turns.lock()
-        && let Some(cancel) = turns.get(&turn_id)
-    {
-        cancel.cancel();
+pub fn stop_turn<R: Runtime>(
+    webview: Webview<R>,
+    state: State<'_, AppState>,
+    turn_id: u64,
+) -> Result<(), ErrorDto> {
+    let turns = state
+        .turns
+        .lock()
+        .map_err(|_| ErrorDto::new("internal", "the turn table is poisoned"))?;
+    match turns.get(&turn_id) {
+        Some((origin, _)) if origin != webview.label() => Err(ErrorDto::new(
+            "not_found",
+            "there is no such turn in this window",
+        )),
+        Some((_, cancel)) => {
+            cancel.cancel();
+            Ok(())
+        }
+        None => Ok(()),
     }
 }
 

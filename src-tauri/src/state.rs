@@ -16,8 +16,9 @@ pub struct AppState {
     pub hearth: Result<Hearth, ErrorDto>,
     /// The quick-prompt shortcut as last registered (or not).
     pub shortcut: Mutex<ShortcutStatus>,
-    /// Turns streaming now, by id, so the UI can stop them.
-    pub turns: Mutex<HashMap<u64, CancellationToken>>,
+    /// Turns streaming now, by id, with the label of the window that started each (its
+    /// events go there, and only it may stop the turn).
+    pub turns: Mutex<HashMap<u64, (String, CancellationToken)>>,
     pub next_turn: AtomicU64,
     /// The local embedding model is downloading (one download at a time).
     pub downloading_model: AtomicBool,

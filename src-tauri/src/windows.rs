@@ -2,20 +2,60 @@
 
 use std::path::PathBuf;
 
-use tauri::{AppHandle, Manager, Runtime, WebviewUrl, WebviewWindowBuilder, Window, WindowEvent};
+use tauri::webview::NewWindowResponse;
+use tauri::{
+    AppHandle, Manager, Runtime, Url, WebviewUrl, WebviewWindowBuilder, Window, WindowEvent,
+};
 
 pub const MAIN: &str = "main";
 pub const QUICK: &str = "quick";
 
+/// Whether `url` is the app's own page: the bundled UI (`tauri://localhost`, or
+/// `http(s)://tauri.localhost` on Windows) or, in a dev build, the dev server. A window
+/// never navigates anywhere else: a link in an answer or a document cannot turn a window
+/// that can call the core into someone else's page.
+pub fn is_own_origin(url: &Url, dev_url: Option<&Url>) -> bool {
+    let host = url.host_str();
+    let bundled = match url.scheme() {
+        "tauri" => host == Some("localhost"),
+        "http" | "https" => host == Some("tauri.localhost"),
+        _ => false,
+    };
+    bundled
+        || (cfg!(debug_assertions)
+            && dev_url.is_some_and(|d| d.origin() == url.origin() && d.scheme() != "file"))
+}
+
+/// A window of ours: own origin only, and no new windows (`window.open`, `target=_blank`).
+fn guarded<'a, R: Runtime>(
+    app: &'a AppHandle<R>,
+    label: &'a str,
+    page: &str,
+) -> WebviewWindowBuilder<'a, R, AppHandle<R>> {
+    let dev_url = app.config().build.dev_url.clone();
+    WebviewWindowBuilder::new(app, label, WebviewUrl::App(page.into()))
+        .on_navigation(move |url| {
+            let ok = is_own_origin(url, dev_url.as_ref());
+            if !ok {
+                tracing::warn!(scheme = url.scheme(), "refused a navigation off the app");
+            }
+            ok
+        })
+        .on_new_window(|_url, _features| {
+            tracing::warn!("refused to open a new window");
+            NewWindowResponse::Deny
+        })
+}
+
 /// Creates both windows; webview data goes to `webview_dir` (inside Hearth's data folder).
 pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Result<()> {
-    WebviewWindowBuilder::new(app, MAIN, WebviewUrl::App("index.html".into()))
+    guarded(app, MAIN, "index.html")
         .title("Hearth")
         .inner_size(1080.0, 720.0)
         .min_inner_size(720.0, 480.0)
         .data_directory(webview_dir.clone())
         .build()?;
-    WebviewWindowBuilder::new(app, QUICK, WebviewUrl::App("quick.html".into()))
+    guarded(app, QUICK, "quick.html")
         .title("Hearth quick prompt")
         .inner_size(640.0, 360.0)
         .decorations(false)
@@ -68,5 +108,49 @@ pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
         if let Err(e) = window.hide() {
             tracing::warn!(error = %e, "could not hide window");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_own_origin;
+    use tauri::Url;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("url")
+    }
+
+    #[test]
+    fn only_the_bundled_ui_and_the_dev_server_are_own_origin() {
+        let dev = url("http://127.0.0.1:1420");
+        for ok in [
+            "tauri://localhost/index.html",
+            "tauri://localhost/quick.html#x",
+            "http://tauri.localhost/index.html",
+            "https://tauri.localhost/",
+        ] {
+            assert!(is_own_origin(&url(ok), Some(&dev)), "{ok}");
+        }
+        for bad in [
+            "https://example.com/",
+            "http://localhost/",
+            "tauri://evil/",
+            "http://tauri.localhost.evil.com/",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "data:text/html,hi",
+            "http://127.0.0.1:1421/",
+        ] {
+            assert!(!is_own_origin(&url(bad), Some(&dev)), "{bad}");
+        }
+        // The dev server only in debug builds (tests are).
+        assert!(is_own_origin(
+            &url("http://127.0.0.1:1420/index.html"),
+            Some(&dev)
+        ));
+        assert!(!is_own_origin(
+            &url("http://127.0.0.1:1420/index.html"),
+            None
+        ));
     }
 }

@@ -6,7 +6,7 @@
  * UI code must call `call` / `on` / `subscribe` and never `invoke` / `listen` directly.
  */
 import { invoke } from '@tauri-apps/api/core';
-import { listen } from '@tauri-apps/api/event';
+import { getCurrentWebviewWindow } from '@tauri-apps/api/webviewWindow';
 import type { Commands, Events } from './bindings/commands';
 import type { ErrorDto } from './bindings/ErrorDto';
 
@@ -62,14 +62,18 @@ export async function call<K extends keyof Commands>(
   }
 }
 
-/** Listen to a core event. Resolves to a function that stops listening. Rejects with an `ErrorDto`. */
+/**
+ * Listen to a core event sent to this window (or to every window). Resolves to a function
+ * that stops listening. Rejects with an `ErrorDto`. A turn's events and `memory_updated`
+ * are sent to one window only; listening as this window keeps another window's out.
+ */
 export async function on<K extends keyof Events>(
   event: K,
   handler: (payload: Events[K]) => void,
 ): Promise<() => void> {
   if (!coreAvailable()) throw unavailable();
   try {
-    return await listen<Events[K]>(event, (e) => handler(e.payload));
+    return await getCurrentWebviewWindow().listen<Events[K]>(event, (e) => handler(e.payload));
   } catch (reason) {
     throw toErrorDto(reason);
   }
