@@ -26,6 +26,8 @@ ui:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	# The front ends without hearth-core's `internals`: they compile only through the façade.
+	cargo clippy -p hearth-cli -p hearth-desktop -- -D warnings
 	cd ui && npm run check && npm run lint
 
 ## Benchmarks: prints numbers; never part of `make test`.

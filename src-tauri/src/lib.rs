@@ -47,57 +47,8 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 .with_handler(shortcut::on_shortcut)
                 .build(),
         )
-        .invoke_handler(tauri::generate_handler![
-            cmd::get_status,
-            cmd::get_shortcut,
-            cmd::set_shortcut,
-            cmd::toggle_quick_prompt,
-            cmd::hide_quick_prompt,
-            cmd::show_main_window,
-            chat_cmd::chat_status,
-            chat_cmd::list_conversations,
-            chat_cmd::get_messages,
-            chat_cmd::send_message,
-            chat_cmd::stop_turn,
-            chat_cmd::delete_conversation,
-            chat_cmd::open_in_main,
-            chat_cmd::regenerate,
-            chat_cmd::edit_last_message,
-            providers_cmd::list_presets,
-            providers_cmd::list_providers,
-            providers_cmd::add_provider,
-            providers_cmd::remove_provider,
-            providers_cmd::test_provider,
-            providers_cmd::detect_local_servers,
-            providers_cmd::get_slots,
-            providers_cmd::set_slots,
-            providers_cmd::list_model_info,
-            providers_cmd::set_model_info,
-            providers_cmd::reset_model_info,
-            memory_cmd::count_conversation_memories,
-            memory_cmd::list_memories,
-            memory_cmd::memory_counts,
-            memory_cmd::get_memory,
-            memory_cmd::add_memory,
-            memory_cmd::edit_memory,
-            memory_cmd::set_memory_pinned,
-            memory_cmd::set_memory_critical,
-            memory_cmd::delete_memories,
-            memory_cmd::restore_memory,
-            memory_cmd::empty_removed_memories,
-            memory_cmd::forget_memories,
-            memory_cmd::export_memories,
-            memory_cmd::import_memories,
-            memory_cmd::get_memory_settings,
-            memory_cmd::set_memory_settings,
-            memory_cmd::undo_memory_change,
-            memory_cmd::list_memory_proposals,
-            memory_cmd::accept_memory_proposal,
-            memory_cmd::reject_memory_proposal,
-            memory_cmd::get_embedding_status,
-            memory_cmd::set_embedding,
-            memory_cmd::download_embedding_model,
-        ])
+        // Every command of `commands.in.rs` (build.rs writes the list).
+        .invoke_handler(include!(concat!(env!("OUT_DIR"), "/handler.rs")))
         .on_window_event(windows::on_window_event)
         .setup(|app| {
             let handle = app.handle().clone();
@@ -165,7 +116,10 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
                     message,
                     changes,
                 }) => {
-                    let _ = app.emit(
+                    // It carries memory text: the main window only (the quick prompt
+                    // shows no memories).
+                    let _ = app.emit_to(
+                        tauri::EventTarget::webview_window(windows::MAIN),
                         "memory_updated",
                         dto::MemoryUpdatedEvent {
                             conversation_id: conversation,

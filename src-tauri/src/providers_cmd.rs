@@ -1,10 +1,9 @@
 //! Provider commands: presets, configured providers, connection tests, local-server
 //! detection, model slots and the model table (Settings → Providers).
 
-use hearth_core::models::{ModelEdit, Models};
-use hearth_core::providers::{
-    self, NewProvider, Preset, ProviderConfig, Providers, Slot, SlotChoices,
-};
+use hearth_core::EffectiveSlots;
+use hearth_core::models::ModelEdit;
+use hearth_core::providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoices};
 use tauri::State;
 use zeroize::Zeroizing;
 
@@ -78,7 +77,7 @@ pub fn list_presets() -> Vec<PresetDto> {
 
 #[tauri::command]
 pub async fn list_providers(state: State<'_, AppState>) -> Result<Vec<ProviderDto>, ErrorDto> {
-    let providers = Providers::new(state.hearth()?.store().clone());
+    let providers = state.hearth()?.providers();
     let list = blocking(move || providers.list()).await?;
     Ok(list.into_iter().map(provider_dto).collect())
 }
@@ -91,37 +90,23 @@ pub async fn add_provider(
     base_url: Option<String>,
     api_key: Option<String>,
 ) -> Result<ProviderDto, ErrorDto> {
-    let providers = Providers::new(state.hearth()?.store().clone());
-    let preset = Preset::parse(&preset)?;
-    let api_key = api_key
-        .map(|k| Zeroizing::new(k.trim().to_owned()))
-        .filter(|k| !k.is_empty());
-    if preset.needs_key() && api_key.is_none() {
-        return Err(ErrorDto::new(
-            "invalid_input",
-            format!("{} needs an API key", preset.label()),
-        ));
-    }
+    let providers = state.hearth()?.providers();
     let new = NewProvider {
         name,
-        preset,
-        base_url: base_url.filter(|u| !u.trim().is_empty()),
+        preset: Preset::parse(&preset)?,
+        base_url,
         model: None,
         fast_model: None,
         context_window: None,
     };
-    let cfg = blocking(move || providers.add(new, api_key)).await?;
+    let cfg = blocking(move || providers.add(new, api_key.map(Zeroizing::new))).await?;
     Ok(provider_dto(cfg))
 }
 
 #[tauri::command]
 pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), ErrorDto> {
-    let providers = Providers::new(state.hearth()?.store().clone());
-    if blocking(move || providers.remove(&name)).await? {
-        Ok(())
-    } else {
-        Err(ErrorDto::new("not_found", "there is no such provider"))
-    }
+    let providers = state.hearth()?.providers();
+    blocking(move || providers.remove(&name)).await
 }
 
 #[tauri::command]
@@ -129,13 +114,8 @@ pub async fn test_provider(
     state: State<'_, AppState>,
     name: String,
 ) -> Result<ProviderTestDto, ErrorDto> {
-    let hearth = state.hearth()?.clone();
-    let providers = Providers::new(hearth.store().clone());
-    let p = providers.clone();
-    let cfg = blocking(move || p.get(&name))
-        .await?
-        .ok_or_else(|| ErrorDto::new("not_found", "there is no such provider"))?;
-    Ok(match providers.models(hearth.llm(), &cfg).await {
+    let providers = state.hearth()?.providers();
+    Ok(match providers.test(&name).await {
         Ok(models) => ProviderTestDto {
             ok: true,
             models: models
@@ -148,6 +128,7 @@ pub async fn test_provider(
                 .collect(),
             error: None,
         },
+        Err(e) if e.code() == "not_found" => return Err(e.into()),
         Err(e) => ProviderTestDto {
             ok: false,
             models: Vec::new(),
@@ -160,9 +141,7 @@ pub async fn test_provider(
 pub async fn detect_local_servers(
     state: State<'_, AppState>,
 ) -> Result<Vec<DetectedServerDto>, ErrorDto> {
-    let hearth = state.hearth()?.clone();
-    let found =
-        providers::detect_local(hearth.llm(), &Providers::new(hearth.store().clone())).await?;
+    let found = state.hearth()?.providers().detect_local().await?;
     Ok(found
         .into_iter()
         .map(|d| DetectedServerDto {
@@ -175,44 +154,20 @@ pub async fn detect_local_servers(
         .collect())
 }
 
-/// The slots in effect: the saved choices, or the default provider's model.
-fn effective_slots(providers: &Providers) -> hearth_core::Result<SlotsDto> {
-    let choices = providers.slot_choices()?;
-    let from_env = std::env::var("HEARTH_PROVIDER_URL").is_ok_and(|v| !v.is_empty());
-    if choices.main.is_some() {
-        return Ok(SlotsDto {
-            main: choices.main.map(slot_dto),
-            fast: choices.fast.map(slot_dto),
-            fallback: choices.fallback.map(slot_dto),
-            fallback_enabled: choices.fallback_enabled,
-            from_env,
-        });
+fn slots_dto(s: EffectiveSlots) -> SlotsDto {
+    SlotsDto {
+        main: s.choices.main.map(slot_dto),
+        fast: s.choices.fast.map(slot_dto),
+        fallback: s.choices.fallback.map(slot_dto),
+        fallback_enabled: s.choices.fallback_enabled,
+        from_env: s.from_env,
     }
-    let main = providers.list()?.into_iter().next().and_then(|c| {
-        c.model.clone().map(|m| SlotDto {
-            provider: c.name.clone(),
-            model: m,
-        })
-    });
-    let fast = providers.list()?.into_iter().next().and_then(|c| {
-        c.fast_model.clone().map(|m| SlotDto {
-            provider: c.name.clone(),
-            model: m,
-        })
-    });
-    Ok(SlotsDto {
-        main,
-        fast,
-        fallback: None,
-        fallback_enabled: false,
-        from_env,
-    })
 }
 
 #[tauri::command]
 pub async fn get_slots(state: State<'_, AppState>) -> Result<SlotsDto, ErrorDto> {
-    let providers = Providers::new(state.hearth()?.store().clone());
-    blocking(move || effective_slots(&providers)).await
+    let providers = state.hearth()?.providers();
+    blocking(move || providers.slots()).await.map(slots_dto)
 }
 
 #[tauri::command]
@@ -223,23 +178,21 @@ pub async fn set_slots(
     fallback: Option<SlotDto>,
     fallback_enabled: bool,
 ) -> Result<SlotsDto, ErrorDto> {
-    let providers = Providers::new(state.hearth()?.store().clone());
+    let providers = state.hearth()?.providers();
     let choices = SlotChoices {
         main: Some(slot(main)),
         fast: fast.map(slot),
         fallback: fallback.map(slot),
         fallback_enabled,
     };
-    blocking(move || {
-        providers.set_slot_choices(&choices)?;
-        effective_slots(&providers)
-    })
-    .await
+    blocking(move || providers.set_slots(&choices))
+        .await
+        .map(slots_dto)
 }
 
 #[tauri::command]
 pub async fn list_model_info(state: State<'_, AppState>) -> Result<Vec<ModelInfoDto>, ErrorDto> {
-    let models = Models::new(state.hearth()?.store().clone());
+    let models = state.hearth()?.models();
     let list = blocking(move || models.list()).await?;
     Ok(list.into_iter().map(model_info_dto).collect())
 }
@@ -253,18 +206,15 @@ pub async fn set_model_info(
     output_usd_per_mtok: Option<f64>,
     cached_usd_per_mtok: Option<f64>,
 ) -> Result<Vec<ModelInfoDto>, ErrorDto> {
-    let models = Models::new(state.hearth()?.store().clone());
-    let list = blocking(move || {
-        models.set(ModelEdit {
-            model,
-            context_window,
-            input_usd_per_mtok,
-            output_usd_per_mtok,
-            cached_usd_per_mtok,
-        })?;
-        models.list()
-    })
-    .await?;
+    let models = state.hearth()?.models();
+    let edit = ModelEdit {
+        model,
+        context_window,
+        input_usd_per_mtok,
+        output_usd_per_mtok,
+        cached_usd_per_mtok,
+    };
+    let list = blocking(move || models.set(edit)).await?;
     Ok(list.into_iter().map(model_info_dto).collect())
 }
 
@@ -273,11 +223,7 @@ pub async fn reset_model_info(
     state: State<'_, AppState>,
     model: String,
 ) -> Result<Vec<ModelInfoDto>, ErrorDto> {
-    let models = Models::new(state.hearth()?.store().clone());
-    let list = blocking(move || {
-        models.reset(&model)?;
-        models.list()
-    })
-    .await?;
+    let models = state.hearth()?.models();
+    let list = blocking(move || models.reset(&model)).await?;
     Ok(list.into_iter().map(model_info_dto).collect())
 }

@@ -8,8 +8,6 @@ use crate::dto::{ErrorDto, ShortcutStatus};
 use crate::state::AppState;
 use crate::windows;
 
-/// Settings key of the chosen accelerator.
-pub const SETTING: &str = "shortcut.quick_prompt";
 /// Ctrl+Shift+Space, Cmd+Shift+Space on macOS.
 pub const DEFAULT: &str = "CommandOrControl+Shift+Space";
 
@@ -37,7 +35,7 @@ pub fn register_at_start<R: Runtime>(app: &AppHandle<R>, state: &AppState) {
         .hearth
         .as_ref()
         .ok()
-        .and_then(|h| h.store().setting::<String>(SETTING).ok().flatten());
+        .and_then(|h| h.quick_prompt_shortcut().ok().flatten());
     let accelerator = saved.unwrap_or_else(|| DEFAULT.to_owned());
     let status = match parse(&accelerator) {
         Ok(shortcut) => match app.global_shortcut().register(shortcut) {
@@ -108,7 +106,7 @@ pub fn change<R: Runtime>(
         error: None,
     };
     if let Ok(h) = state.hearth() {
-        h.store().set_setting(SETTING, &status.accelerator)?;
+        h.set_quick_prompt_shortcut(&status.accelerator)?;
     }
     if let Ok(mut s) = state.shortcut.lock() {
         *s = status.clone();

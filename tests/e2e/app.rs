@@ -984,3 +984,137 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+impl Sandbox {
+    /// `hearth ARGS --json` in this sandbox: the exit code and the JSON it printed (the
+    /// result, or `{"error": {"code", "message"}}`).
+    fn cli(&self, args: &[&str], stdin: &str) -> (i32, Value) {
+        use std::io::Write;
+        let mut cmd = Command::new(bin_dir().join("hearth"));
+        cmd.args(args)
+            .arg("--json")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.apply(&mut cmd, true);
+        let mut child = cmd.spawn().expect("run hearth");
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("hearth output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+            panic!(
+                "hearth {args:?} printed no JSON: {text} / {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code().unwrap_or(-1), json)
+    }
+}
+
+/// Calls an app command the way the UI does: `{"ok": value}` or `{"err": {code, message}}`.
+async fn invoke(client: &Client, cmd: &str, args: Value) -> Value {
+    client
+        .execute_async(
+            "const [cmd, args, done] = arguments;
+             window.__TAURI_INTERNALS__.invoke(cmd, args).then(
+               (ok) => done({ ok: ok === undefined ? null : ok }),
+               (err) => done({ err }));",
+            vec![json!(cmd), args],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("invoke {cmd}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn the_app_and_the_cli_give_the_same_answer_and_the_same_error_code() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (scripts/test.sh does)"
+    );
+    let sandbox = Sandbox::new();
+    for text in [
+        "Allergic to peanuts",
+        "Plays the cello on Sundays",
+        "Works as a nurse in Leeds",
+    ] {
+        let (code, v) = sandbox.cli(&["memory", "add", text], "");
+        assert_eq!(code, 0, "{v}");
+    }
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+
+    // Memory search: hybrid in both, so a request sharing no word with the memory finds it.
+    let (code, cli_found) = sandbox.cli(&["memory", "list", "--query", "nut allergy"], "");
+    assert_eq!(code, 0, "{cli_found}");
+    let texts = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .map(|a| a.iter().map(|m| as_text(&m["text"])).collect())
+            .unwrap_or_default()
+    };
+    let app_found = invoke(
+        &client,
+        "list_memories",
+        json!({ "query": "nut allergy", "removed": false }),
+    )
+    .await;
+    assert_eq!(texts(&cli_found), ["Allergic to peanuts"], "{cli_found}");
+    assert_eq!(texts(&app_found["ok"]), texts(&cli_found), "{app_found}");
+
+    // A provider that does not exist: `not_found` in both, for testing and for removing.
+    let (code, cli_err) = sandbox.cli(&["providers", "test", "ghost"], "");
+    assert_eq!(code, 1);
+    let app_err = invoke(&client, "test_provider", json!({ "name": "ghost" })).await;
+    assert_eq!(cli_err["error"]["code"], "not_found", "{cli_err}");
+    assert_eq!(
+        app_err["err"]["code"], cli_err["error"]["code"],
+        "{app_err}"
+    );
+    let (code, cli_err) = sandbox.cli(&["providers", "remove", "ghost", "--yes"], "");
+    assert_eq!(code, 1);
+    let app_err = invoke(&client, "remove_provider", json!({ "name": "ghost" })).await;
+    assert_eq!(cli_err["error"]["code"], "not_found", "{cli_err}");
+    assert_eq!(
+        app_err["err"]["code"], cli_err["error"]["code"],
+        "{app_err}"
+    );
+
+    // A cloud preset without its key: refused with `invalid_input` by both, nothing stored.
+    let (code, cli_err) = sandbox.cli(&["providers", "add", "cloud", "--preset", "openai"], "\n");
+    assert_eq!(code, 1);
+    let app_err = invoke(
+        &client,
+        "add_provider",
+        json!({ "name": "cloud", "preset": "openai", "baseUrl": null, "apiKey": null }),
+    )
+    .await;
+    assert_eq!(cli_err["error"]["code"], "invalid_input", "{cli_err}");
+    assert_eq!(
+        app_err["err"]["code"], cli_err["error"]["code"],
+        "{app_err}"
+    );
+    assert_eq!(
+        app_err["err"]["message"], cli_err["error"]["message"],
+        "the same words in both"
+    );
+    let (_, listed) = sandbox.cli(&["providers", "list"], "");
+    assert_eq!(listed, json!([]));
+    let app_listed = invoke(&client, "list_providers", json!({})).await;
+    assert_eq!(app_listed["ok"], json!([]));
+
+    // No model set up: `no_provider` from both when a chat is asked for.
+    let (code, cli_err) = sandbox.cli(&["chat", "hello"], "");
+    assert_eq!(code, 1, "{cli_err}");
+    let app_err = invoke(
+        &client,
+        "send_message",
+        json!({ "conversationId": null, "text": "hello", "temporary": false }),
+    )
+    .await;
+    assert_eq!(cli_err["error"]["code"], "no_provider", "{cli_err}");
+    assert_eq!(
+        app_err["err"]["code"], cli_err["error"]["code"],
+        "{app_err}"
+    );
+}

@@ -13,10 +13,6 @@ use crate::output::{Failure, Out};
 /// Exit code after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
 
-fn no_provider() -> Failure {
-    Failure::new("no_provider", hearth_core::providers::NO_PROVIDER_HINT)
-}
-
 /// What `hearth chat` was asked.
 pub struct Turn {
     pub conversation: Option<String>,
@@ -49,8 +45,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
     let opts = open_options()?;
     let slots = {
         let hearth = Hearth::open_oneshot(&opts)?;
-        hearth_core::providers::resolve_slots(hearth.store(), provider.as_deref(), model)?
-            .ok_or_else(no_provider)?
+        hearth.providers().for_chat(provider.as_deref(), model)?
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,9 +1,8 @@
 //! `hearth providers …`
 
-use hearth_core::Hearth;
-use hearth_core::llm::{LlmClient, RetryPolicy, Timeouts};
-use hearth_core::models::{ModelEdit, Models};
-use hearth_core::providers::{NewProvider, Preset, Providers, Slot};
+use hearth_core::models::ModelEdit;
+use hearth_core::providers::{NewProvider, Preset, Slot};
+use hearth_core::{Hearth, ProviderService};
 use serde_json::json;
 use zeroize::Zeroizing;
 
@@ -11,9 +10,8 @@ use crate::args::{ModelsCommand, ProvidersCommand};
 use crate::output::{Failure, Out};
 use crate::{open_options, secrets};
 
-fn providers() -> Result<Providers, Failure> {
-    let hearth = Hearth::open_oneshot(&open_options()?)?;
-    Ok(Providers::new(hearth.store().clone()))
+fn providers() -> Result<ProviderService, Failure> {
+    Ok(Hearth::open_oneshot(&open_options()?)?.providers())
 }
 
 pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
@@ -28,13 +26,7 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
         } => {
             let preset = Preset::parse(&preset)?;
             let key = secrets::read_secret_line(&format!("API key for {name} (empty for none): "))?;
-            let key = Some(Zeroizing::new(key)).filter(|k| !k.is_empty());
-            if key.is_none() && preset.needs_key() {
-                eprintln!(
-                    "warning: no API key given; {} normally needs one",
-                    preset.as_str()
-                );
-            }
+            let key = Some(Zeroizing::new(key));
             let cfg = providers()?.add(
                 NewProvider {
                     name,
@@ -76,11 +68,7 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
         }
         ProvidersCommand::Test { name } => {
             let providers = providers()?;
-            let cfg = providers.get(&name)?.ok_or_else(|| {
-                Failure::new("invalid_input", format!("there is no provider {name}"))
-            })?;
-            let (runtime, client) = client()?;
-            let models = runtime.block_on(providers.models(&client, &cfg))?;
+            let models = runtime()?.block_on(providers.test(&name))?;
             if out.json {
                 let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
                 out.print_json(&json!({ "ok": true, "models": ids, "details": models }));
@@ -98,9 +86,7 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
         }
         ProvidersCommand::Detect => {
             let providers = providers()?;
-            let (runtime, client) = client()?;
-            let found =
-                runtime.block_on(hearth_core::providers::detect_local(&client, &providers))?;
+            let found = runtime()?.block_on(providers.detect_local())?;
             if out.json {
                 out.print_json(&found);
             } else if found.is_empty() {
@@ -160,7 +146,7 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                 choices.fallback_enabled = false;
             }
             if changing {
-                providers.set_slot_choices(&choices)?;
+                providers.set_slots(&choices)?;
             }
             if out.json {
                 out.print_json(&choices);
@@ -194,12 +180,7 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                     "not confirmed: run on a terminal and type yes, or pass --yes",
                 ));
             }
-            if !providers()?.remove(&name)? {
-                return Err(Failure::new(
-                    "invalid_input",
-                    format!("there is no provider {name}"),
-                ));
-            }
+            providers()?.remove(&name)?;
             if out.json {
                 out.print_json(&json!({ "removed": name }));
             } else {
@@ -210,29 +191,19 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A runtime and a client that does not retry (a test should say at once what is wrong).
-fn client() -> Result<(tokio::runtime::Runtime, LlmClient), Failure> {
-    let client = LlmClient::new(
-        RetryPolicy {
-            max_retries: 0,
-            ..RetryPolicy::default()
-        },
-        Timeouts::default(),
-    )
-    .map_err(hearth_core::Error::from)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// A runtime for the one network call of `test` and `detect`.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new("internal", e.to_string()))?;
-    Ok((runtime, client))
+        .map_err(|e| Failure::new("internal", e.to_string()))
 }
 
 /// `hearth models …`
 pub fn models(out: &Out, command: ModelsCommand) -> Result<(), Failure> {
-    let hearth = Hearth::open_oneshot(&open_options()?)?;
-    let models = Models::new(hearth.store().clone());
-    match command {
-        ModelsCommand::List => {}
+    let models = Hearth::open_oneshot(&open_options()?)?.models();
+    let list = match command {
+        ModelsCommand::List => models.list()?,
         ModelsCommand::Set {
             model,
             window,
@@ -246,16 +217,8 @@ pub fn models(out: &Out, command: ModelsCommand) -> Result<(), Failure> {
             output_usd_per_mtok: output_price,
             cached_usd_per_mtok: cached_price,
         })?,
-        ModelsCommand::Reset { model } => {
-            if !models.reset(&model)? {
-                return Err(Failure::new(
-                    "not_found",
-                    format!("you have not changed {model}"),
-                ));
-            }
-        }
-    }
-    let list = models.list()?;
+        ModelsCommand::Reset { model } => models.reset(&model)?,
+    };
     if out.json {
         out.print_json(&list);
     } else {

@@ -68,6 +68,9 @@ pub enum Error {
     /// The thing asked for does not exist (a memory, a conversation…).
     #[error("{0}")]
     NotFound(String),
+    /// No model is configured (no provider, no `HEARTH_PROVIDER_URL`); says how to add one.
+    #[error("{0}")]
+    NoProvider(String),
 
     /// No home directory to put the data directory in.
     #[error("no home directory found; set HEARTH_HOME to the folder Hearth should use")]
@@ -118,6 +121,7 @@ impl Error {
             Error::Corrupt { .. } => "corrupt",
             Error::InvalidInput(_) => "invalid_input",
             Error::NotFound(_) => "not_found",
+            Error::NoProvider(_) => "no_provider",
             Error::NoHomeDir => "no_home_dir",
             Error::Io { .. } => "io",
             Error::LeaseLost => "lease_lost",

@@ -3,6 +3,23 @@
 //! Nothing in this crate knows about Tauri, a UI or a terminal: the desktop shell and the
 //! `hearth` CLI both call [`Hearth`] and listen to its [`Event`]s.
 
+/// A function front ends must not reach: `pub` with the `internals` feature (tests,
+/// benches), `pub(crate)` without it, so the CLI and the app stop compiling if they call
+/// it (they go through the `Hearth` façade's use cases).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! internal {
+    ($(#[$m:meta])* fn $name:ident $($rest:tt)*) => {
+        #[cfg(feature = "internals")]
+        $(#[$m])*
+        pub fn $name $($rest)*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code)]
+        $(#[$m])*
+        pub(crate) fn $name $($rest)*
+    };
+}
+
 pub mod chat;
 pub mod context;
 pub mod conversations;
@@ -22,12 +39,14 @@ pub mod store;
 pub mod time;
 pub mod tokens;
 pub mod types;
+mod usage;
 
 pub use error::{Error, Result};
 pub use events::Event;
 pub use hearth::{
-    EmbeddingStatus, ExportFormat, FailedJob, Hearth, JobResult, JobRunner, MemoryCounts,
-    MemoryDetail, MemoryService, REEMBED_JOB, RunPolicy, RunningJobs, Status,
+    EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, Hearth, JobResult, JobRunner,
+    MemoryCounts, MemoryDetail, MemoryService, ModelService, ProviderService, REEMBED_JOB,
+    RunPolicy, RunningJobs, Status,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

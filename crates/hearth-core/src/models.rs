@@ -103,6 +103,14 @@ fn longest_prefix<'a>(
 }
 
 impl ModelTable {
+    /// The window a chat with `model` is assembled for: its provider's setting, else this
+    /// table. (The one place a window is decided.)
+    pub fn window_for(&self, model: &crate::llm::ChatModel) -> u32 {
+        model
+            .context_window
+            .unwrap_or_else(|| self.window(&model.model).0)
+    }
+
     /// The window of `model` and where it came from (without a provider setting).
     pub fn window(&self, model: &str) -> (u32, WindowSource) {
         let m = model_key(model);

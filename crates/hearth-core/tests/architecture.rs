@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("conversations", 2),
     ("providers", 2),
     ("memory", 2),
+    ("usage", 2),
     ("chat", 3),
     ("events", 4),
     ("hearth", 4),
@@ -118,5 +119,48 @@ fn a_lower_module_never_imports_a_higher_one() {
     assert!(
         gone.is_empty(),
         "these known upward edges are gone: take them off KNOWN_UPWARD: {gone:?}"
+    );
+}
+
+/// What a front end must never write: it would build an engine part itself instead of
+/// calling the façade's use case, and then the app and the CLI drift apart. (The strongest
+/// check is the compiler: `Hearth::store`, `Hearth::llm` and `Store::open` are `pub` only
+/// with the `internals` feature, and `make lint` builds the CLI and the app without it.)
+const FACADE_BYPASSES: &[&str] = &[
+    ".store()",
+    ".llm()",
+    "Store::open",
+    "Providers::new",
+    "Models::new",
+    "Memories::new",
+    "Conversations::new",
+    "LlmClient::new",
+    "resolve_slots",
+];
+
+#[test]
+fn front_ends_reach_the_engine_only_through_the_facade() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut all = Vec::new();
+    files(&root.join("src-tauri/src"), &mut all);
+    files(&root.join("crates/hearth-cli/src"), &mut all);
+    assert!(all.len() > 10, "found the front ends' sources");
+    let mut found = Vec::new();
+    for path in all {
+        let text = std::fs::read_to_string(&path).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for bad in FACADE_BYPASSES {
+                if line.contains(bad) {
+                    found.push(format!("{}:{}: {bad}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "front ends must call the Hearth façade, not build engine parts: {found:#?}"
     );
 }

@@ -325,10 +325,44 @@ impl Learner {
             ..ChatRequest::default()
         };
         let never = CancellationToken::new();
-        let done = self
+        let started = std::time::Instant::now();
+        let result = self
             .client
             .stream_chat(&self.fast.provider, &request, &never, |_| {})
-            .await?;
+            .await;
+        // Every provider call is in the ledger (SPEC §7), learning's too.
+        let (usage, outcome) = match &result {
+            Ok(done) => (done.usage.unwrap_or_default(), "ok"),
+            Err(e) => (Default::default(), e.code()),
+        };
+        let (store, model) = (self.memories.store().clone(), self.fast.clone());
+        let outcome = outcome.to_owned();
+        let latency_ms = started.elapsed().as_millis() as i64;
+        // Best effort: a ledger row that cannot be written must not lose what is learned.
+        let recorded = tokio::task::spawn_blocking(move || {
+            let table = crate::models::Models::new(store.clone()).table()?;
+            crate::usage::record(
+                &store,
+                &table,
+                crate::usage::Call {
+                    conversation: None,
+                    message: None,
+                    slot: "fast",
+                    model: &model,
+                    usage,
+                    latency_ms,
+                    outcome: &outcome,
+                },
+            )
+        })
+        .await;
+        if let Ok(Err(e)) | Err(e) = recorded.map_err(|e| crate::Error::Task(e.to_string())) {
+            tracing::warn!(
+                code = e.code(),
+                "could not record the learning call in the ledger"
+            );
+        }
+        let done = result?;
         let parsed = repair_json(&done.text);
         if parsed.is_none() {
             tracing::warn!(schema = schema.0, "the model's answer is not JSON; skipped");

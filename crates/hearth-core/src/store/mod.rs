@@ -121,47 +121,49 @@ fn register_extensions() {
 }
 
 impl Store {
-    /// Opens the store, creating the data directory, key and database if none exist.
-    ///
-    /// An existing database is never replaced or re-keyed here: a missing or wrong key is an
-    /// error and the files stay as they were.
-    pub fn open(opts: &OpenOptions) -> Result<Store> {
-        register_extensions();
-        let dir = &opts.data_dir;
-        let db_path = dir.db_path();
-        let exists = db_path.try_exists().map_err(|e| Error::io(&db_path, e))?;
-        let (sidecar, key) = if exists {
-            unlock_existing(opts)?
-        } else {
-            create_key(opts)?
-        };
-        let mut conn = open_connection(&db_path, &key, !exists)?;
-        let version = migrations::schema_version(&conn).map_err(|e| Error::sqlite(e, &db_path))?;
-        if version > migrations::LATEST {
-            return Err(Error::SchemaTooNew {
-                found: version,
-                supported: migrations::LATEST,
-            });
+    crate::internal! {
+        /// Opens the store, creating the data directory, key and database if none exist.
+        ///
+        /// An existing database is never replaced or re-keyed here: a missing or wrong key is an
+        /// error and the files stay as they were.
+        fn open(opts: &OpenOptions) -> Result<Store> {
+            register_extensions();
+            let dir = &opts.data_dir;
+            let db_path = dir.db_path();
+            let exists = db_path.try_exists().map_err(|e| Error::io(&db_path, e))?;
+            let (sidecar, key) = if exists {
+                unlock_existing(opts)?
+            } else {
+                create_key(opts)?
+            };
+            let mut conn = open_connection(&db_path, &key, !exists)?;
+            let version = migrations::schema_version(&conn).map_err(|e| Error::sqlite(e, &db_path))?;
+            if version > migrations::LATEST {
+                return Err(Error::SchemaTooNew {
+                    found: version,
+                    supported: migrations::LATEST,
+                });
+            }
+            check_modules(&conn, &db_path)?;
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .map_err(|e| Error::sqlite(e, &db_path))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                tracing::warn!(mode, "could not switch the database to WAL");
+            }
+            migrations::migrate_to(&mut conn, migrations::LATEST)
+                .map_err(|e| Error::sqlite(e, &db_path))?;
+            tracing::info!(backend = %sidecar.key_backend, "store opened");
+            Ok(Store {
+                inner: Arc::new(Inner {
+                    dir: dir.clone(),
+                    sidecar,
+                    key,
+                    writer: Mutex::new(conn),
+                    readers: Mutex::new(Vec::new()),
+                }),
+            })
         }
-        check_modules(&conn, &db_path)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| Error::sqlite(e, &db_path))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(mode, "could not switch the database to WAL");
-        }
-        migrations::migrate_to(&mut conn, migrations::LATEST)
-            .map_err(|e| Error::sqlite(e, &db_path))?;
-        tracing::info!(backend = %sidecar.key_backend, "store opened");
-        Ok(Store {
-            inner: Arc::new(Inner {
-                dir: dir.clone(),
-                sidecar,
-                key,
-                writer: Mutex::new(conn),
-                readers: Mutex::new(Vec::new()),
-            }),
-        })
     }
 
     /// The data directory.

@@ -1,0 +1,100 @@
+//! The second stage: the memory and retrieved zones for the message (off the async
+//! threads; never for a temporary chat), then the prompt inside the budget — again, smaller
+//! or for another model, when the stream stage asks.
+
+use super::prepare::Prepared;
+use super::{ChatOptions, SYSTEM_PROMPT, Sources, TurnContext};
+use crate::context::{self, Assembled, Budgets, Parts, Passage};
+use crate::tokens::Encoding;
+use crate::types::Message;
+use crate::{Error, Result};
+
+/// Everything the prompt is made of.
+pub(super) struct Prompt<'a> {
+    turn: &'a Prepared,
+    memory: Option<String>,
+    passages: Vec<Passage>,
+    user: Message,
+}
+
+impl<'a> Prompt<'a> {
+    pub async fn gather(ctx: &TurnContext<'_>, opts: &ChatOptions, turn: &'a Prepared) -> Self {
+        let (memory, passages) = if opts.temporary {
+            (None, Vec::new())
+        } else {
+            gather(
+                ctx.sources,
+                &turn.text,
+                Budgets::for_window(turn.window),
+                turn.encoding,
+            )
+            .await
+        };
+        Self {
+            turn,
+            memory,
+            passages,
+            user: Message::user(turn.text.clone()),
+        }
+    }
+
+    /// The user's message as sent.
+    pub fn user(&self) -> &Message {
+        &self.user
+    }
+
+    /// The prompt for a model with `window` tokens and `encoding`.
+    pub fn assemble(&self, window: u32, encoding: Encoding) -> Result<Assembled> {
+        context::assemble(
+            Parts {
+                system: SYSTEM_PROMPT,
+                memory: self.memory.as_deref(),
+                summary: self.turn.summary.as_deref(),
+                history: &self.turn.history,
+                retrieved: &self.passages,
+                current: &self.user,
+            },
+            encoding,
+            window,
+        )
+        .map_err(Error::InvalidInput)
+    }
+}
+
+/// The memory and retrieved zones for a message, from the sources, off the async threads.
+async fn gather(
+    sources: &Sources,
+    message: &str,
+    budgets: Budgets,
+    encoding: Encoding,
+) -> (Option<String>, Vec<Passage>) {
+    let (memory, retrieval, text) = (
+        sources.memory.clone(),
+        sources.retrieval.clone(),
+        message.to_owned(),
+    );
+    if memory.is_none() && retrieval.is_none() {
+        return (None, Vec::new());
+    }
+    let joined = tokio::task::spawn_blocking(move || {
+        let block = memory.and_then(|m| match m.memory_block(&text, budgets.memory, encoding) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "the memory block could not be built; answering without it");
+                None
+            }
+        });
+        let passages = retrieval
+            .map(|r| match r.retrieve(&text, budgets.retrieved) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "retrieval failed; answering without passages");
+                    Vec::new()
+                }
+            })
+            .unwrap_or_default();
+        (block, passages)
+    })
+    .await;
+    joined.unwrap_or_default()
+}

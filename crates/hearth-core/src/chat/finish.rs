@@ -1,0 +1,143 @@
+//! The last stage: the answer's final write (a failed redo puts everything back), its
+//! ledger row, and — for a saved exchange with text, learning on — the durable job that
+//! learns from it (000:2608).
+
+use super::prepare::Prepared;
+use super::stream::{Rows, Streamed};
+use super::{ChatOptions, TurnContext, TurnInfo, TurnOutcome};
+use crate::conversations::MessageState;
+use crate::usage::{self, Call};
+use crate::{Error, Result};
+
+pub(super) fn finish(
+    ctx: &TurnContext<'_>,
+    opts: &ChatOptions,
+    turn: &Prepared,
+    rows: Rows,
+    streamed: Streamed<'_>,
+) -> Result<TurnOutcome> {
+    let Streamed {
+        result,
+        model,
+        encoding,
+        zones,
+        fallback_from,
+        checkpoints,
+    } = streamed;
+    let convs = &turn.convs;
+    let latency_ms = turn.started.elapsed().as_millis() as i64;
+    let (state, text, usage, outcome) = match &result {
+        Ok(done) if done.stopped => (
+            MessageState::Stopped,
+            done.text.clone(),
+            done.usage,
+            "stopped".to_owned(),
+        ),
+        Ok(done) => (
+            MessageState::Complete,
+            done.text.clone(),
+            done.usage,
+            "ok".to_owned(),
+        ),
+        // Text had reached the user when the call failed: kept, marked interrupted.
+        Err(e) => match e.partial() {
+            Some(partial) => (
+                MessageState::Interrupted,
+                partial.text.clone(),
+                partial.usage,
+                e.code().to_owned(),
+            ),
+            None => (
+                MessageState::Failed,
+                String::new(),
+                None,
+                e.code().to_owned(),
+            ),
+        },
+    };
+    let slot = if fallback_from.is_some() {
+        "fallback"
+    } else {
+        "main"
+    };
+    let cost_usd = usage.and_then(|u| turn.models.cost(&model.provider.base_url, &model.model, u));
+    let info = TurnInfo {
+        provider: model.provider.name.clone(),
+        model: model.model.clone(),
+        usage: usage.unwrap_or_default(),
+        cost_usd,
+        zones,
+        fallback_from: fallback_from.as_ref().map(|f| f.0.clone()),
+        fallback_reason: fallback_from.as_ref().map(|f| f.1.clone()),
+    };
+    // The answer row stays unless a failed redo takes it away again.
+    let mut kept = rows.answer_id;
+    if let Some(id) = rows.answer_id {
+        let replaced = !text.is_empty() || state == MessageState::Complete;
+        match (&turn.redo, replaced) {
+            // The new answer stands: the answers it replaces go.
+            (Some((user_id, _)), true) => convs.delete_between(*user_id, id)?,
+            // A failed redo changes nothing: the old text and answer come back.
+            (Some(_), false) => {
+                convs.delete_message(id)?;
+                kept = None;
+                turn.undo_edit(opts, encoding)?;
+            }
+            (None, _) => {}
+        }
+        if kept.is_some() {
+            convs.update(id, &text, encoding, state)?;
+            convs.set_turn_info(id, &info)?;
+        }
+    }
+    checkpoints.finish();
+    usage::record(
+        ctx.store,
+        &turn.models,
+        Call {
+            conversation: turn.conversation.as_deref(),
+            message: kept,
+            slot,
+            model,
+            usage: usage.unwrap_or_default(),
+            latency_ms,
+            outcome: &outcome,
+        },
+    )?;
+    let done = result?;
+    let learn_job = match (&turn.conversation, rows.user_id, kept) {
+        (Some(c), Some(u), Some(a)) if !text.trim().is_empty() => {
+            let settings = crate::memory::settings(ctx.store)?;
+            if settings.enabled && !settings.extraction_paused {
+                let exchange = crate::memory::extract::Exchange {
+                    conversation: c.clone(),
+                    user_message: u,
+                    answer_message: a,
+                };
+                let payload = serde_json::to_value(&exchange)
+                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                Some(
+                    ctx.store
+                        .jobs()
+                        .enqueue(crate::memory::extract::JOB_KIND, &payload)?,
+                )
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    Ok(TurnOutcome {
+        learn_job,
+        conversation: turn.conversation.clone(),
+        message_id: kept,
+        answer: done.text,
+        usage: done.usage,
+        stopped: done.stopped,
+        zones,
+        cost_usd,
+        provider: info.provider,
+        model: info.model,
+        fallback_from: info.fallback_from,
+    })
+}

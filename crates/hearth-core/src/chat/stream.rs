@@ -1,0 +1,302 @@
+//! The third stage: the user's message and an empty `streaming` answer are written, then
+//! the model is called, the answer checkpointed as it streams. On a context-length error the
+//! prompt is assembled once more at half the window; when the main model fails before
+//! saying anything and the user enabled a fallback, the fallback answers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::assemble::Prompt;
+use super::prepare::Prepared;
+use super::{CHECKPOINT_INTERVAL, ChatModel, HEARTBEAT_INTERVAL, TurnContext};
+use crate::Result;
+use crate::context::{Assembled, ZoneTokens};
+use crate::conversations::{Conversations, MessageState};
+use crate::llm::{ChatRequest, Completion, LlmError, StreamEvent};
+use crate::tokens::Encoding;
+use crate::types::{Message, Usage};
+use crate::usage::{self, Call};
+
+/// The rows of a saved turn (`None` in a temporary chat).
+pub(super) struct Rows {
+    pub user_id: Option<i64>,
+    pub answer_id: Option<i64>,
+}
+
+/// Writes the user's message (not for a redo: it is there) and the empty answer.
+pub(super) fn begin(ctx: &TurnContext<'_>, turn: &Prepared, user: &Message) -> Result<Rows> {
+    let mut user_id = turn.redo.as_ref().map(|(id, _)| *id);
+    let answer_id = match &turn.conversation {
+        Some(c) => {
+            if turn.redo.is_none() {
+                user_id = Some(turn.convs.append(
+                    c,
+                    user,
+                    turn.encoding,
+                    MessageState::Complete,
+                    None,
+                )?);
+            }
+            let id = turn.convs.append(
+                c,
+                &Message::assistant(""),
+                turn.encoding,
+                MessageState::Streaming,
+                Some(&ctx.slots.main.model),
+            )?;
+            if let Some(owner) = ctx.owner {
+                turn.convs.set_owner(id, owner)?;
+            }
+            Some(id)
+        }
+        None => None,
+    };
+    Ok(Rows { user_id, answer_id })
+}
+
+/// What the calls produced, with the checkpoint guard still holding the answer.
+pub(super) struct Streamed<'a> {
+    pub result: std::result::Result<Completion, LlmError>,
+    /// The model that answered last (the fallback, if it took over).
+    pub model: &'a ChatModel,
+    pub encoding: Encoding,
+    pub zones: ZoneTokens,
+    /// The main model and why it failed, when the fallback answered.
+    pub fallback_from: Option<(String, String)>,
+    pub checkpoints: Checkpoints,
+}
+
+pub(super) async fn stream<'a>(
+    ctx: &TurnContext<'a>,
+    turn: &Prepared,
+    prompt: &Prompt<'_>,
+    assembled: Assembled,
+    rows: &Rows,
+    mut on_text: impl FnMut(&str) + Send,
+) -> Result<Streamed<'a>> {
+    let slots: &'a super::ModelSlots = ctx.slots;
+    let mut model: &'a ChatModel = &slots.main;
+    let (mut encoding, mut window) = (turn.encoding, turn.window);
+    // Checkpoints: a background task saves the answer so far, so a crash loses little.
+    // The guard stops it on every way out (a panic, an early return) and marks the answer
+    // failed if the turn did not get to write its end.
+    let so_far = Arc::new(Mutex::new(String::new()));
+    let mut checkpoints = Checkpoints::start(&turn.convs, rows.answer_id, so_far.clone(), encoding);
+    let sink = so_far.clone();
+    let mut zones = assembled.zones;
+    let mut messages = assembled.messages;
+    let mut retried_smaller = false;
+    let mut fallback_from: Option<(String, String)> = None;
+    // The calls: `Err` only when recording usage failed (the store), never for a failed
+    // provider call, so the end of the turn always runs after the checkpoints stop.
+    let looped: Result<std::result::Result<Completion, LlmError>> = async {
+        Ok(loop {
+            let request = ChatRequest {
+                model: model.model.clone(),
+                messages: std::mem::take(&mut messages),
+                max_output_tokens: Some(zones.output_reserve),
+                ..ChatRequest::default()
+            };
+            let call_started = Instant::now();
+            let result = ctx
+                .client
+                .stream_chat(&model.provider, &request, ctx.cancel, |event| {
+                    if let StreamEvent::Text(t) = event {
+                        if let Ok(mut s) = sink.lock() {
+                            s.push_str(&t);
+                        }
+                        on_text(&t);
+                        crate::failpoint::panic_at("turn");
+                    }
+                })
+                .await;
+            let Err(error) = &result else {
+                break result;
+            };
+            let nothing_yet = so_far.lock().map(|s| s.is_empty()).unwrap_or(false);
+            let record_failed = |model: &ChatModel, slot: &str| {
+                usage::record(
+                    ctx.store,
+                    &turn.models,
+                    Call {
+                        conversation: turn.conversation.as_deref(),
+                        message: rows.answer_id,
+                        slot,
+                        model,
+                        usage: Usage::default(),
+                        latency_ms: call_started.elapsed().as_millis() as i64,
+                        outcome: error.code(),
+                    },
+                )
+            };
+            // The model's real window is smaller than we thought: re-assemble once, smaller.
+            if let LlmError::ContextLength { .. } = error
+                && !retried_smaller
+            {
+                retried_smaller = true;
+                let smaller = window / 2;
+                tracing::warn!(
+                    window,
+                    smaller,
+                    "context length exceeded; re-assembling with a smaller budget"
+                );
+                if let Ok(again) = prompt.assemble(smaller, encoding) {
+                    record_failed(
+                        model,
+                        if fallback_from.is_some() {
+                            "fallback"
+                        } else {
+                            "main"
+                        },
+                    )?;
+                    zones = again.zones;
+                    messages = again.messages;
+                    continue;
+                }
+            }
+            // The main model failed before saying anything: the fallback, if the user enabled it.
+            if nothing_yet
+                && fallback_from.is_none()
+                && let Some(fallback) = &slots.fallback
+            {
+                tracing::warn!(
+                    code = error.code(),
+                    main = %model.model,
+                    fallback = %fallback.model,
+                    "the main model failed; answering with the fallback model"
+                );
+                record_failed(model, "main")?;
+                fallback_from = Some((model.model.clone(), error.to_string()));
+                model = fallback;
+                encoding = Encoding::for_model(&model.model);
+                window = turn.models.window_for(model);
+                retried_smaller = false;
+                if let Ok(again) = prompt.assemble(window, encoding) {
+                    zones = again.zones;
+                    messages = again.messages;
+                    continue;
+                }
+            }
+            break result;
+        })
+    }
+    .await;
+    // No checkpoint may land after the final write: stop the task and wait for a write
+    // in flight (an abort would not cancel a blocking write already running).
+    checkpoints.stop().await;
+    // A store failure while recording: the guard marks the answer failed on the way out.
+    let result = looped?;
+    Ok(Streamed {
+        result,
+        model,
+        encoding,
+        zones,
+        fallback_from,
+        checkpoints,
+    })
+}
+
+/// The checkpoint task of a streaming answer, as a guard. [`Checkpoints::stop`] ends it
+/// and waits for a write in flight; dropped without [`Checkpoints::finish`] (a panic, an
+/// early return) it stops the task and marks the answer `failed`, keeping its text, unless
+/// the answer already left `streaming`.
+pub(super) struct Checkpoints {
+    convs: Conversations,
+    answer: Option<i64>,
+    so_far: Arc<Mutex<String>>,
+    encoding: Encoding,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    finished: bool,
+}
+
+impl Checkpoints {
+    fn start(
+        convs: &Conversations,
+        answer: Option<i64>,
+        so_far: Arc<Mutex<String>>,
+        encoding: Encoding,
+    ) -> Self {
+        let stop = CancellationToken::new();
+        let task = answer.map(|id| {
+            let (convs, so_far, stop) = (convs.clone(), so_far.clone(), stop.clone());
+            tokio::spawn(async move {
+                // Also a heartbeat: a row that stops being touched belongs to a dead turn.
+                let (mut saved, mut last_write) = (0usize, Instant::now());
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+                    }
+                    let text = text_of(&so_far);
+                    if text.len() != saved || last_write.elapsed() >= HEARTBEAT_INTERVAL {
+                        (saved, last_write) = (text.len(), Instant::now());
+                        let c = convs.clone();
+                        // Awaited to its end even when stopped meanwhile: `stop` waits for it.
+                        let _ =
+                            tokio::task::spawn_blocking(move || c.checkpoint(id, &text, encoding))
+                                .await;
+                    }
+                }
+            })
+        });
+        Self {
+            convs: convs.clone(),
+            answer,
+            so_far,
+            encoding,
+            stop,
+            task,
+            finished: false,
+        }
+    }
+
+    /// Stops the task and waits until it has ended, with any write it had started.
+    async fn stop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// The turn wrote its end: nothing to do on drop.
+    pub(super) fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if self.finished {
+            return;
+        }
+        let Some(id) = self.answer else {
+            return;
+        };
+        // Any checkpoint still in flight only touches a `streaming` row, so it cannot undo this.
+        let text = text_of(&self.so_far);
+        match self.convs.fail_if_streaming(id, &text, self.encoding) {
+            Ok(true) => tracing::warn!(
+                message = id,
+                "the turn ended before writing its answer; the answer is marked failed"
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
+                code = e.code(),
+                message = id,
+                "could not mark the answer of an aborted turn failed"
+            ),
+        }
+    }
+}
+
+/// The text so far (even from a lock a panicking thread held).
+fn text_of(so_far: &Mutex<String>) -> String {
+    match so_far.lock() {
+        Ok(t) => t.clone(),
+        Err(p) => p.into_inner().clone(),
+    }
+}

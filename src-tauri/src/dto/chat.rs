@@ -1,0 +1,169 @@
+//! Chat: conversations, messages, a turn's events and what it cost.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+/// Whether chat can start, and with what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatStatusDto {
+    pub ready: bool,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// What to do when not ready.
+    pub hint: Option<String>,
+}
+
+/// A conversation in the list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ConversationDto {
+    pub id: String,
+    pub title: String,
+    #[ts(type = "number")]
+    pub updated_at: i64,
+    pub messages: u32,
+}
+
+/// A stored message; `role` is user|assistant, `state` complete|streaming|stopped|interrupted|failed.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct MessageDto {
+    #[ts(type = "number")]
+    pub id: i64,
+    pub role: String,
+    pub content: String,
+    pub state: String,
+    /// For an answer: the model, tokens, cost and context of its turn.
+    pub turn: Option<TurnInfoDto>,
+}
+
+/// Tokens per zone of the prompt a turn sent (the context inspector).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ZonesDto {
+    /// Persona, rules and tool catalog (the stable prefix).
+    pub system: u32,
+    /// What Hearth knows about the user.
+    pub memory: u32,
+    /// The rolling summary of older turns.
+    pub summary: u32,
+    /// Earlier turns kept verbatim.
+    pub history: u32,
+    /// Retrieved passages for this turn.
+    pub retrieved: u32,
+    /// The message being answered.
+    pub current: u32,
+    /// Held back for the answer.
+    pub output_reserve: u32,
+    /// What the prompt may use in all (effective window minus the output reserve).
+    pub input_budget: u32,
+    /// The model's advertised context window.
+    pub window: u32,
+    /// Earlier messages left out to fit (covered by the summary when there is one).
+    pub dropped: u32,
+}
+
+impl From<hearth_core::context::ZoneTokens> for ZonesDto {
+    fn from(z: hearth_core::context::ZoneTokens) -> Self {
+        Self {
+            system: z.system,
+            memory: z.memory,
+            summary: z.summary,
+            history: z.history,
+            retrieved: z.retrieved,
+            current: z.current,
+            output_reserve: z.output_reserve,
+            input_budget: z.input_budget,
+            window: z.window,
+            dropped: z.dropped,
+        }
+    }
+}
+
+impl From<hearth_core::chat::TurnInfo> for TurnInfoDto {
+    fn from(t: hearth_core::chat::TurnInfo) -> Self {
+        Self {
+            provider: t.provider,
+            model: t.model,
+            input_tokens: t.usage.input_tokens,
+            output_tokens: t.usage.output_tokens,
+            cached_input_tokens: t.usage.cached_input_tokens,
+            cost_usd: t.cost_usd,
+            zones: Some(t.zones.into()),
+            fallback_from: t.fallback_from,
+        }
+    }
+}
+
+/// What one answer cost and what its prompt held.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct TurnInfoDto {
+    pub provider: String,
+    pub model: String,
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// USD; 0 on a local server, `null` when the price is unknown.
+    pub cost_usd: Option<f64>,
+    pub zones: Option<ZonesDto>,
+    /// Set when the main model failed and the enabled fallback answered: the main model's name.
+    pub fallback_from: Option<String>,
+}
+
+/// A turn that started; its answer arrives as `chat_token` events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct SendResultDto {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+}
+
+/// A piece of a streaming answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatTokenEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub text: String,
+}
+
+/// A turn that finished (completely or stopped by the user).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatDoneEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub conversation_id: Option<String>,
+    pub answer: String,
+    pub stopped: bool,
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    /// The stored answer (`null` in a temporary chat).
+    #[ts(type = "number | null")]
+    pub message_id: Option<i64>,
+    pub turn: TurnInfoDto,
+}
+
+/// A turn that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatFailedEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub code: String,
+    pub message: String,
+}
+
+/// Asks the main window to show a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct OpenConversationEvent {
+    pub conversation_id: String,
+}

@@ -1,0 +1,100 @@
+//! Providers, model slots and the model table.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use super::ErrorDto;
+
+/// A provider preset offered by "Add provider".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PresetDto {
+    /// `openai`, `anthropic`, `openrouter`, `ollama`, `lmstudio`, `llamacpp`, `vllm`, `custom`.
+    pub id: String,
+    pub label: String,
+    /// The default base URL (ends in `/v1` for OpenAI-compatible servers); `null` for custom.
+    pub base_url: Option<String>,
+    pub needs_key: bool,
+    /// `openai` (Chat Completions) or `anthropic` (Messages).
+    pub protocol: String,
+    /// Runs on this computer (Ollama, LM Studio, llama.cpp).
+    pub local: bool,
+}
+
+/// A configured provider (never with its key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProviderDto {
+    pub name: String,
+    pub preset: String,
+    pub protocol: String,
+    pub base_url: String,
+    /// Where its API key is kept: `none`, `keyring` or `database` (encrypted).
+    pub key_location: String,
+}
+
+/// A model a provider offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ModelDto {
+    pub id: String,
+    pub context_window: Option<u32>,
+    /// Where the window comes from: `server`, `user` (the editable table), `table` (built in) or `unknown`.
+    pub window_source: String,
+}
+
+/// The result of "Test connection".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProviderTestDto {
+    pub ok: bool,
+    pub models: Vec<ModelDto>,
+    pub error: Option<ErrorDto>,
+}
+
+/// A model server found running on this computer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DetectedServerDto {
+    pub preset: String,
+    pub label: String,
+    pub base_url: String,
+    pub models: Vec<String>,
+    /// The name of the configured provider already pointing at it, if any.
+    pub configured_as: Option<String>,
+}
+
+/// A provider and one of its models.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[ts(export)]
+pub struct SlotDto {
+    pub provider: String,
+    pub model: String,
+}
+
+/// Which models answer (`main`), summarise and extract (`fast`), and stand in when the main
+/// one fails (`fallback`, used only when enabled).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct SlotsDto {
+    pub main: Option<SlotDto>,
+    pub fast: Option<SlotDto>,
+    pub fallback: Option<SlotDto>,
+    pub fallback_enabled: bool,
+    /// HEARTH_PROVIDER_URL is set: the environment's one-off provider overrides these.
+    pub from_env: bool,
+}
+
+/// A row of the model table: context window and prices, built in or edited by the user.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ModelInfoDto {
+    /// A model name or name prefix (`gpt-4o` covers `gpt-4o-2024-08-06`).
+    pub model: String,
+    pub context_window: Option<u32>,
+    pub input_usd_per_mtok: Option<f64>,
+    pub output_usd_per_mtok: Option<f64>,
+    pub cached_usd_per_mtok: Option<f64>,
+    /// The user changed or added this row.
+    pub edited: bool,
+}
