@@ -34,6 +34,7 @@ import {
   type SourceKind,
 } from './format';
 import type { MenuAction } from './MemoryHeader.svelte';
+import { focusNear, focusRow, rowIndex } from './list-focus';
 import { flushDeletes, hiddenMemories, onSettled, scheduleDelete, undoDelete } from './pending.svelte';
 
 type ListArgs = Commands['list_memories']['args'];
@@ -128,13 +129,8 @@ export class MemoryScreen {
     return from !== null && to !== null && from >= to ? 'The first day is after the last.' : null;
   });
   readonly filtering = $derived(
-    this.kind !== '' ||
-      this.source !== '' ||
-      this.pinnedOnly ||
-      this.criticalOnly ||
-      this.fromDay !== '' ||
-      this.toDay !== '' ||
-      this.appliedQuery.trim() !== '',
+    this.kind !== '' || this.source !== '' || this.pinnedOnly || this.criticalOnly || this.fromDay !== '' ||
+      this.toDay !== '' || this.appliedQuery.trim() !== '',
   );
   readonly searching = $derived(this.appliedQuery.trim() !== '');
 
@@ -301,30 +297,15 @@ export class MemoryScreen {
     }, 250);
   }
 
-  // ---- Focus helpers ----
+  // ---- Focus (./list-focus.ts) ----
 
-  async focusRow(id: string, part: 'open' | 'pin' = 'open'): Promise<void> {
-    await tick();
-    const row = this.listRoot?.querySelector(`[data-memory-id="${CSS.escape(id)}"]`);
-    const target =
-      part === 'pin'
-        ? row?.querySelector<HTMLButtonElement>('.actions button[data-action="pin"]')
-        : row?.querySelector<HTMLButtonElement>('button.open');
-    target?.focus();
-  }
-
-  private rowIndex(id: string): number {
-    const all = [...(this.listRoot?.querySelectorAll<HTMLElement>('[data-memory-id]') ?? [])];
-    return all.findIndex((el) => el.dataset.memoryId === id);
+  focusRow(id: string, part: 'open' | 'pin' = 'open'): Promise<void> {
+    return focusRow(() => this.listRoot, id, part);
   }
 
   /** Focus what now sits where `index` was (or the last memory, or the search box). */
-  private async focusNear(index: number): Promise<void> {
-    await tick();
-    const all = [...(this.listRoot?.querySelectorAll<HTMLButtonElement>('button.open') ?? [])];
-    const target = all[Math.min(Math.max(index, 0), all.length - 1)];
-    if (target) target.focus();
-    else this.searchInput?.focus();
+  private focusNear(index: number): Promise<void> {
+    return focusNear(() => this.listRoot, index, () => this.searchInput);
   }
 
   private async focusDetailHeading(): Promise<void> {
@@ -429,7 +410,7 @@ export class MemoryScreen {
 
   async remove(list: MemoryDto[]): Promise<void> {
     if (list.length === 0) return;
-    const index = Math.min(...list.map((m) => this.rowIndex(m.id)).filter((i) => i >= 0));
+    const index = Math.min(...list.map((m) => rowIndex(this.listRoot, m.id)).filter((i) => i >= 0));
     const ids = list.map((m) => m.id);
     scheduleDelete(list.map((m) => ({ id: m.id, kind: m.kind })));
     for (const id of ids) this.selected.delete(id);
@@ -445,7 +426,7 @@ export class MemoryScreen {
   };
 
   async restore(memory: MemoryDto): Promise<void> {
-    const index = this.rowIndex(memory.id);
+    const index = rowIndex(this.listRoot, memory.id);
     try {
       await call('restore_memory', { id: memory.id });
       notify(`Restored “${excerpt(memory.text, 40)}”.`);
