@@ -1117,4 +1117,101 @@ async fn the_app_and_the_cli_give_the_same_answer_and_the_same_error_code() {
         app_err["err"]["code"], cli_err["error"]["code"],
         "{app_err}"
     );
+    client.close().await.expect("end session");
+}
+
+/// Listens, in the current window, for `event` the way the UI does (as this window) and
+/// counts the events in `window.__counts[event]`.
+async fn count_events_as(client: &Client, event: &str, label: &str) {
+    client
+        .execute_async(
+            "const [event, label, done] = arguments;
+             window.__counts = window.__counts || {};
+             window.__counts[event] = 0;
+             const handler = window.__TAURI_INTERNALS__.transformCallback(() => {
+               window.__counts[event] += 1;
+             });
+             window.__TAURI_INTERNALS__.invoke('plugin:event|listen', {
+               event, target: { kind: 'WebviewWindow', label }, handler,
+             }).then(() => done(true), (e) => done(String(e)));",
+            vec![json!(event), json!(label)],
+        )
+        .await
+        .expect("listen");
+}
+
+async fn counted(client: &Client, event: &str) -> u64 {
+    client
+        .execute(
+            "return (window.__counts || {})[arguments[0]] || 0",
+            vec![json!(event)],
+        )
+        .await
+        .ok()
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn a_turn_belongs_to_the_window_that_started_it() {
+    use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (scripts/test.sh does)"
+    );
+    let pieces: Vec<String> = (0..40).map(|i| format!("word{i} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let server = LlmServer::start(vec![Reply::Stream {
+        data: text_stream(&refs, None),
+        pace: Duration::from_millis(150),
+        end: End::Done,
+    }])
+    .await;
+    let sandbox = Sandbox::new();
+    let (_driver, client, _composer) = open_chat(&sandbox, &server).await;
+
+    // The quick window listens as itself; the main window starts a turn.
+    assert!(switch_to(&client, Win::Quick).await);
+    count_events_as(&client, "chat_token", "quick").await;
+    assert!(switch_to(&client, Win::Main).await);
+    count_events_as(&client, "chat_token", "main").await;
+    let started = invoke(
+        &client,
+        "send_message",
+        json!({ "conversationId": null, "text": "Count slowly", "temporary": false }),
+    )
+    .await;
+    let turn = started["ok"]["turn_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a turn id: {started}"));
+    eventually("tokens in the main window", || async {
+        (counted(&client, "chat_token").await >= 2).then_some(())
+    })
+    .await;
+
+    // The quick window cannot stop it and never heard its tokens.
+    assert!(switch_to(&client, Win::Quick).await);
+    let refused = invoke(&client, "stop_turn", json!({ "turnId": turn })).await;
+    assert_eq!(refused["err"]["code"], "not_found", "{refused}");
+    assert_eq!(
+        counted(&client, "chat_token").await,
+        0,
+        "no tokens in the quick window"
+    );
+
+    // Its own window can.
+    assert!(switch_to(&client, Win::Main).await);
+    let stopped = invoke(&client, "stop_turn", json!({ "turnId": turn })).await;
+    assert_eq!(stopped["ok"], Value::Null, "{stopped}");
+    let state = eventually("the answer saved as stopped", || async {
+        let (_, list) = sandbox.cli(&["conversations", "list"], "");
+        let id = list[0]["id"].as_str()?.to_owned();
+        let (_, shown) = sandbox.cli(&["conversations", "show", &id], "");
+        let state = shown[1]["state"].as_str()?.to_owned();
+        (state != "streaming").then_some(state)
+    })
+    .await;
+    assert_eq!(state, "stopped");
+    client.close().await.expect("end session");
 }
