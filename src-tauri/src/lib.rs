@@ -88,8 +88,7 @@ fn open_engine() -> (Result<Hearth, ErrorDto>, std::path::PathBuf) {
     let opts = match OpenOptions::from_env() {
         Ok(o) => o,
         Err(e) => {
-            let fallback = std::env::temp_dir().join("hearth-webview");
-            return (Err(e.into()), fallback);
+            return (Err(e.into()), hearth_core::paths::fallback_webview_dir());
         }
     };
     let webview_dir = opts.data_dir.webview_dir();

@@ -101,3 +101,27 @@ impl DataDir {
         Ok(())
     }
 }
+
+/// The Hugging Face hub cache the local embedding model is looked for and downloaded in:
+/// `HF_HUB_CACHE`, `$HF_HOME/hub`, `$XDG_CACHE_HOME/huggingface/hub` or
+/// `~/.cache/huggingface/hub` (the layout `huggingface_hub` uses, so a model another tool
+/// downloaded is found); `None` without a home folder.
+pub fn hf_hub_cache() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| {
+        let hf_home = var("HF_HOME").map(PathBuf::from).or_else(|| {
+            let cache = var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".cache")))?;
+            Some(cache.join("huggingface"))
+        })?;
+        Some(hf_home.join("hub"))
+    })
+}
+
+/// Where the windows keep their webview data when there is no data folder to put it in
+/// (no home folder, a bad `HEARTH_HOME`): the app still starts, to say what is wrong. The
+/// windows then show only that error, so nothing of the user's lands there.
+pub fn fallback_webview_dir() -> PathBuf {
+    std::env::temp_dir().join("hearth-webview")
+}

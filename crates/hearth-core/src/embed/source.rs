@@ -105,15 +105,7 @@ impl ModelSource {
     /// `~/.cache/huggingface/hub`), downloading from `HF_ENDPOINT` or huggingface.co.
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        let hub_cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| {
-            let hf_home = var("HF_HOME").map(PathBuf::from).or_else(|| {
-                let cache = var("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| {
-                    directories::BaseDirs::new().map(|b| b.home_dir().join(".cache"))
-                })?;
-                Some(cache.join("huggingface"))
-            })?;
-            Some(hf_home.join("hub"))
-        });
+        let hub_cache = crate::paths::hf_hub_cache();
         ModelSource {
             dir: var("HEARTH_EMBED_MODEL_DIR").map(PathBuf::from),
             hub_cache,
@@ -439,7 +431,10 @@ mod tests {
         let s = ModelSource::hub("/tmp/x", "http://127.0.0.1:9/");
         assert_eq!(
             s.url("config.json"),
-            "http://127.0.0.1:9/sentence-transformers/all-MiniLM-L6-v2/resolve/main/config.json"
+            format!(
+                "http://127.0.0.1:9/sentence-transformers/all-MiniLM-L6-v2/resolve/{REVISION}/config.json"
+            ),
+            "a pinned commit, never the moving `main`"
         );
     }
 }
