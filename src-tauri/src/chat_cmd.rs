@@ -7,6 +7,7 @@ use hearth_core::conversations::MessageState;
 use tauri::{AppHandle, Emitter, EventTarget, Manager, Runtime, State, Webview};
 use tokio_util::sync::CancellationToken;
 
+use crate::dto::args::*;
 use crate::dto::{
     ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ConversationDto, ErrorDto,
     MessageDto, OpenConversationEvent, SendResultDto, TurnInfoDto,
@@ -61,18 +62,13 @@ pub async fn list_conversations(
 #[tauri::command]
 pub async fn get_messages(
     state: State<'_, AppState>,
-    conversation_id: String,
+    args: Args<ConversationArgs>,
 ) -> Result<Vec<MessageDto>, ErrorDto> {
-    let hearth = state.hearth()?.clone();
-    let messages = tauri::async_runtime::spawn_blocking(move || {
-        // An answer another process left streaming when it died shows as interrupted.
-        if let Err(e) = hearth.sweep_dead_turns() {
-            tracing::warn!(error = %e, "could not look for turns of processes that died");
-        }
-        hearth.conversations().messages(&conversation_id)
-    })
-    .await
-    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    let ConversationArgs { conversation_id } = args.0;
+    let convs = state.hearth()?.conversations();
+    let messages = tauri::async_runtime::spawn_blocking(move || convs.messages(&conversation_id))
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
     Ok(messages
         .into_iter()
         .map(|m| MessageDto {
@@ -90,10 +86,13 @@ pub fn send_message<R: Runtime>(
     app: AppHandle<R>,
     webview: Webview<R>,
     state: State<'_, AppState>,
-    conversation_id: Option<String>,
-    text: String,
-    temporary: bool,
+    args: Args<SendMessageArgs>,
 ) -> Result<SendResultDto, ErrorDto> {
+    let SendMessageArgs {
+        conversation_id,
+        text,
+        temporary,
+    } = args.0;
     if text.trim().is_empty() {
         return Err(ErrorDto::new("invalid_input", "the message is empty"));
     }
@@ -115,8 +114,9 @@ pub fn regenerate<R: Runtime>(
     app: AppHandle<R>,
     webview: Webview<R>,
     state: State<'_, AppState>,
-    conversation_id: String,
+    args: Args<ConversationArgs>,
 ) -> Result<SendResultDto, ErrorDto> {
+    let ConversationArgs { conversation_id } = args.0;
     start_turn(
         app,
         webview.label(),
@@ -134,9 +134,12 @@ pub fn edit_last_message<R: Runtime>(
     app: AppHandle<R>,
     webview: Webview<R>,
     state: State<'_, AppState>,
-    conversation_id: String,
-    text: String,
+    args: Args<EditLastMessageArgs>,
 ) -> Result<SendResultDto, ErrorDto> {
+    let EditLastMessageArgs {
+        conversation_id,
+        text,
+    } = args.0;
     if text.trim().is_empty() {
         return Err(ErrorDto::new("invalid_input", "the message is empty"));
     }
@@ -255,8 +258,9 @@ fn start_turn<R: Runtime>(
 pub fn stop_turn<R: Runtime>(
     webview: Webview<R>,
     state: State<'_, AppState>,
-    turn_id: u64,
+    args: Args<StopTurnArgs>,
 ) -> Result<(), ErrorDto> {
+    let StopTurnArgs { turn_id } = args.0;
     let turns = state
         .turns
         .lock()
@@ -277,27 +281,25 @@ pub fn stop_turn<R: Runtime>(
 #[tauri::command]
 pub async fn delete_conversation(
     state: State<'_, AppState>,
-    conversation_id: String,
-    delete_memories: bool,
+    args: Args<DeleteConversationArgs>,
 ) -> Result<(), ErrorDto> {
-    let hearth = state.hearth()?.clone();
-    let deleted = tauri::async_runtime::spawn_blocking(move || {
-        hearth.delete_conversation(&conversation_id, delete_memories)
-    })
-    .await
-    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
-    if deleted {
-        Ok(())
-    } else {
-        Err(ErrorDto::new("not_found", "there is no such conversation"))
-    }
+    let DeleteConversationArgs {
+        conversation_id,
+        delete_memories,
+    } = args.0;
+    let convs = state.hearth()?.conversations();
+    tauri::async_runtime::spawn_blocking(move || convs.delete(&conversation_id, delete_memories))
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    Ok(())
 }
 
 #[tauri::command]
 pub fn open_in_main<R: Runtime>(
     app: AppHandle<R>,
-    conversation_id: String,
+    args: Args<ConversationArgs>,
 ) -> Result<(), ErrorDto> {
+    let ConversationArgs { conversation_id } = args.0;
     crate::windows::hide_quick_prompt(&app)?;
     crate::windows::show_main(&app)?;
     app.emit_to(

@@ -2,6 +2,7 @@
 
 use tauri::{AppHandle, Runtime, State};
 
+use crate::dto::args::*;
 use crate::dto::{ErrorDto, ShortcutStatus, StatusDto};
 use crate::state::AppState;
 use crate::{shortcut, windows};
@@ -21,8 +22,9 @@ pub fn get_shortcut(state: State<'_, AppState>) -> ShortcutStatus {
 pub fn set_shortcut<R: Runtime>(
     app: AppHandle<R>,
     state: State<'_, AppState>,
-    accelerator: String,
+    args: Args<SetShortcutArgs>,
 ) -> Result<ShortcutStatus, ErrorDto> {
+    let SetShortcutArgs { accelerator } = args.0;
     shortcut::change(&app, &state, &accelerator)
 }
 

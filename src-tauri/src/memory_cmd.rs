@@ -6,10 +6,11 @@ use hearth_core::memory::{self, Filter, Kind, Memory, NewMemory, Source};
 use hearth_core::{ExportFormat, MemoryService};
 use tauri::{AppHandle, Emitter, Runtime, State};
 
+use crate::dto::args::*;
 use crate::dto::{
-    EmbeddingStatusDto, ErrorDto, ExportResultDto, ImportResultDto, MemoryChangeDto,
-    MemoryCountsDto, MemoryDetailDto, MemoryDto, MemoryHistoryDto, MemoryProposalDto,
-    MemorySettingsDto, MemorySourceDto, ModelDownloadEvent,
+    EmbeddingStatusDto, ErrorDto, ExportResultDto, ImportResultDto, MemoryCountsDto,
+    MemoryDetailDto, MemoryDto, MemoryHistoryDto, MemoryProposalDto, MemorySettingsDto,
+    MemorySourceDto, ModelDownloadEvent,
 };
 use crate::state::AppState;
 
@@ -98,15 +99,18 @@ pub(crate) fn memory_dto(m: Memory) -> MemoryDto {
 #[tauri::command]
 pub async fn list_memories(
     state: State<'_, AppState>,
-    kind: Option<String>,
-    query: Option<String>,
-    removed: bool,
-    pinned: Option<bool>,
-    critical: Option<bool>,
-    source: Option<String>,
-    from: Option<i64>,
-    to: Option<i64>,
+    args: Args<ListMemoriesArgs>,
 ) -> Result<Vec<MemoryDto>, ErrorDto> {
+    let ListMemoriesArgs {
+        kind,
+        query,
+        removed,
+        pinned,
+        critical,
+        source,
+        from,
+        to,
+    } = args.0;
     let memories = memories(&state)?;
     let filter = Filter {
         kind: kind.as_deref().map(Kind::parse).transpose()?,
@@ -141,8 +145,9 @@ pub async fn memory_counts(state: State<'_, AppState>) -> Result<MemoryCountsDto
 #[tauri::command]
 pub async fn get_memory(
     state: State<'_, AppState>,
-    id: String,
+    args: Args<IdArgs>,
 ) -> Result<MemoryDetailDto, ErrorDto> {
+    let IdArgs { id } = args.0;
     let memories = memories(&state)?;
     let detail = blocking(move || memories.detail(&id)).await?;
     let text = detail.memory.text.clone();
@@ -176,11 +181,14 @@ pub async fn get_memory(
 #[tauri::command]
 pub async fn add_memory(
     state: State<'_, AppState>,
-    text: String,
-    kind: String,
-    pinned: bool,
-    critical: bool,
+    args: Args<AddMemoryArgs>,
 ) -> Result<MemoryDto, ErrorDto> {
+    let AddMemoryArgs {
+        text,
+        kind,
+        pinned,
+        critical,
+    } = args.0;
     let memories = memories(&state)?;
     let mut new = NewMemory::manual(text, Kind::parse(&kind)?);
     new.pinned = pinned;
@@ -191,9 +199,9 @@ pub async fn add_memory(
 #[tauri::command]
 pub async fn edit_memory(
     state: State<'_, AppState>,
-    id: String,
-    text: String,
+    args: Args<EditMemoryArgs>,
 ) -> Result<MemoryDto, ErrorDto> {
+    let EditMemoryArgs { id, text } = args.0;
     let memories = memories(&state)?;
     Ok(memory_dto(
         blocking(move || memories.edit(&id, &text)).await?,
@@ -203,9 +211,9 @@ pub async fn edit_memory(
 #[tauri::command]
 pub async fn set_memory_pinned(
     state: State<'_, AppState>,
-    id: String,
-    pinned: bool,
+    args: Args<SetMemoryPinnedArgs>,
 ) -> Result<MemoryDto, ErrorDto> {
+    let SetMemoryPinnedArgs { id, pinned } = args.0;
     let memories = memories(&state)?;
     Ok(memory_dto(
         blocking(move || memories.set_pinned(&id, pinned)).await?,
@@ -215,9 +223,9 @@ pub async fn set_memory_pinned(
 #[tauri::command]
 pub async fn set_memory_critical(
     state: State<'_, AppState>,
-    id: String,
-    critical: bool,
+    args: Args<SetMemoryCriticalArgs>,
 ) -> Result<MemoryDto, ErrorDto> {
+    let SetMemoryCriticalArgs { id, critical } = args.0;
     let memories = memories(&state)?;
     Ok(memory_dto(
         blocking(move || memories.set_critical(&id, critical)).await?,
@@ -227,14 +235,19 @@ pub async fn set_memory_critical(
 #[tauri::command]
 pub async fn delete_memories(
     state: State<'_, AppState>,
-    ids: Vec<String>,
+    args: Args<DeleteMemoriesArgs>,
 ) -> Result<u32, ErrorDto> {
+    let DeleteMemoriesArgs { ids } = args.0;
     let memories = memories(&state)?;
     Ok(blocking(move || memories.delete_many(&ids)).await? as u32)
 }
 
 #[tauri::command]
-pub async fn restore_memory(state: State<'_, AppState>, id: String) -> Result<MemoryDto, ErrorDto> {
+pub async fn restore_memory(
+    state: State<'_, AppState>,
+    args: Args<IdArgs>,
+) -> Result<MemoryDto, ErrorDto> {
+    let IdArgs { id } = args.0;
     let memories = memories(&state)?;
     Ok(memory_dto(blocking(move || memories.restore(&id)).await?))
 }
@@ -248,10 +261,9 @@ pub async fn empty_removed_memories(state: State<'_, AppState>) -> Result<u32, E
 #[tauri::command]
 pub async fn forget_memories(
     state: State<'_, AppState>,
-    all: bool,
-    from: Option<i64>,
-    to: Option<i64>,
+    args: Args<ForgetMemoriesArgs>,
 ) -> Result<u32, ErrorDto> {
+    let ForgetMemoriesArgs { all, from, to } = args.0;
     let memories = memories(&state)?;
     let n = match (all, from, to) {
         (true, _, _) => blocking(move || memories.forget_all()).await?,
@@ -269,8 +281,9 @@ pub async fn forget_memories(
 #[tauri::command]
 pub async fn export_memories(
     state: State<'_, AppState>,
-    format: String,
+    args: Args<ExportMemoriesArgs>,
 ) -> Result<ExportResultDto, ErrorDto> {
+    let ExportMemoriesArgs { format } = args.0;
     let memories = memories(&state)?;
     let format = ExportFormat::parse(&format)?;
     let (path, count) =
@@ -285,8 +298,9 @@ pub async fn export_memories(
 #[tauri::command]
 pub async fn import_memories(
     state: State<'_, AppState>,
-    content: String,
+    args: Args<ImportMemoriesArgs>,
 ) -> Result<ImportResultDto, ErrorDto> {
+    let ImportMemoriesArgs { content } = args.0;
     let memories = memories(&state)?;
     let report = blocking(move || memories.import_jsonl(content.as_bytes())).await?;
     Ok(ImportResultDto {
@@ -310,9 +324,12 @@ pub async fn get_memory_settings(
 #[tauri::command]
 pub async fn set_memory_settings(
     state: State<'_, AppState>,
-    enabled: bool,
-    extraction_paused: bool,
+    args: Args<SetMemorySettingsArgs>,
 ) -> Result<MemorySettingsDto, ErrorDto> {
+    let SetMemorySettingsArgs {
+        enabled,
+        extraction_paused,
+    } = args.0;
     let memories = memories(&state)?;
     let s = memory::MemorySettings {
         enabled,
@@ -328,8 +345,9 @@ pub async fn set_memory_settings(
 #[tauri::command]
 pub async fn undo_memory_change(
     state: State<'_, AppState>,
-    change: MemoryChangeDto,
+    args: Args<UndoMemoryChangeArgs>,
 ) -> Result<(), ErrorDto> {
+    let UndoMemoryChangeArgs { change } = args.0;
     let memories = memories(&state)?;
     let change = memory::Change {
         memory_id: change.memory_id,
@@ -368,8 +386,9 @@ pub async fn list_memory_proposals(
 #[tauri::command]
 pub async fn accept_memory_proposal(
     state: State<'_, AppState>,
-    id: String,
+    args: Args<IdArgs>,
 ) -> Result<(), ErrorDto> {
+    let IdArgs { id } = args.0;
     let memories = memories(&state)?;
     blocking(move || memories.accept_proposal(&id).map(|_| ())).await
 }
@@ -377,8 +396,9 @@ pub async fn accept_memory_proposal(
 #[tauri::command]
 pub async fn reject_memory_proposal(
     state: State<'_, AppState>,
-    id: String,
+    args: Args<IdArgs>,
 ) -> Result<(), ErrorDto> {
+    let IdArgs { id } = args.0;
     let memories = memories(&state)?;
     blocking(move || memories.reject_proposal(&id)).await
 }
@@ -386,8 +406,9 @@ pub async fn reject_memory_proposal(
 #[tauri::command]
 pub async fn count_conversation_memories(
     state: State<'_, AppState>,
-    conversation_id: String,
+    args: Args<ConversationArgs>,
 ) -> Result<u32, ErrorDto> {
+    let ConversationArgs { conversation_id } = args.0;
     let memories = memories(&state)?;
     blocking(move || memories.count_from_conversation(&conversation_id)).await
 }
@@ -413,10 +434,13 @@ pub async fn get_embedding_status(
 #[tauri::command]
 pub async fn set_embedding(
     state: State<'_, AppState>,
-    kind: String,
-    provider: Option<String>,
-    model: Option<String>,
+    args: Args<SetEmbeddingArgs>,
 ) -> Result<EmbeddingStatusDto, ErrorDto> {
+    let SetEmbeddingArgs {
+        kind,
+        provider,
+        model,
+    } = args.0;
     let choice = hearth_core::embed::EmbeddingChoice::from_form(
         &kind,
         provider.as_deref(),

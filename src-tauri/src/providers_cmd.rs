@@ -7,6 +7,7 @@ use hearth_core::providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoi
 use tauri::State;
 use zeroize::Zeroizing;
 
+use crate::dto::args::*;
 use crate::dto::{
     DetectedServerDto, ErrorDto, ModelDto, ModelInfoDto, PresetDto, ProviderDto, ProviderTestDto,
     SlotDto, SlotsDto,
@@ -85,11 +86,14 @@ pub async fn list_providers(state: State<'_, AppState>) -> Result<Vec<ProviderDt
 #[tauri::command]
 pub async fn add_provider(
     state: State<'_, AppState>,
-    name: String,
-    preset: String,
-    base_url: Option<String>,
-    api_key: Option<String>,
+    args: Args<AddProviderArgs>,
 ) -> Result<ProviderDto, ErrorDto> {
+    let AddProviderArgs {
+        name,
+        preset,
+        base_url,
+        api_key,
+    } = args.0;
     let providers = state.hearth()?.providers();
     let new = NewProvider {
         name,
@@ -104,7 +108,11 @@ pub async fn add_provider(
 }
 
 #[tauri::command]
-pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result<(), ErrorDto> {
+pub async fn remove_provider(
+    state: State<'_, AppState>,
+    args: Args<ProviderNameArgs>,
+) -> Result<(), ErrorDto> {
+    let ProviderNameArgs { name } = args.0;
     let providers = state.hearth()?.providers();
     blocking(move || providers.remove(&name)).await
 }
@@ -112,8 +120,9 @@ pub async fn remove_provider(state: State<'_, AppState>, name: String) -> Result
 #[tauri::command]
 pub async fn test_provider(
     state: State<'_, AppState>,
-    name: String,
+    args: Args<ProviderNameArgs>,
 ) -> Result<ProviderTestDto, ErrorDto> {
+    let ProviderNameArgs { name } = args.0;
     let providers = state.hearth()?.providers();
     Ok(match providers.test(&name).await {
         Ok(models) => ProviderTestDto {
@@ -173,11 +182,14 @@ pub async fn get_slots(state: State<'_, AppState>) -> Result<SlotsDto, ErrorDto>
 #[tauri::command]
 pub async fn set_slots(
     state: State<'_, AppState>,
-    main: SlotDto,
-    fast: Option<SlotDto>,
-    fallback: Option<SlotDto>,
-    fallback_enabled: bool,
+    args: Args<SetSlotsArgs>,
 ) -> Result<SlotsDto, ErrorDto> {
+    let SetSlotsArgs {
+        main,
+        fast,
+        fallback,
+        fallback_enabled,
+    } = args.0;
     let providers = state.hearth()?.providers();
     let choices = SlotChoices {
         main: Some(slot(main)),
@@ -200,12 +212,15 @@ pub async fn list_model_info(state: State<'_, AppState>) -> Result<Vec<ModelInfo
 #[tauri::command]
 pub async fn set_model_info(
     state: State<'_, AppState>,
-    model: String,
-    context_window: Option<u32>,
-    input_usd_per_mtok: Option<f64>,
-    output_usd_per_mtok: Option<f64>,
-    cached_usd_per_mtok: Option<f64>,
+    args: Args<SetModelInfoArgs>,
 ) -> Result<Vec<ModelInfoDto>, ErrorDto> {
+    let SetModelInfoArgs {
+        model,
+        context_window,
+        input_usd_per_mtok,
+        output_usd_per_mtok,
+        cached_usd_per_mtok,
+    } = args.0;
     let models = state.hearth()?.models();
     let edit = ModelEdit {
         model,
@@ -221,8 +236,9 @@ pub async fn set_model_info(
 #[tauri::command]
 pub async fn reset_model_info(
     state: State<'_, AppState>,
-    model: String,
+    args: Args<ResetModelInfoArgs>,
 ) -> Result<Vec<ModelInfoDto>, ErrorDto> {
+    let ResetModelInfoArgs { model } = args.0;
     let models = state.hearth()?.models();
     let list = blocking(move || models.reset(&model)).await?;
     Ok(list.into_iter().map(model_info_dto).collect())

@@ -1117,6 +1117,43 @@ async fn the_app_and_the_cli_give_the_same_answer_and_the_same_error_code() {
         app_err["err"]["code"], cli_err["error"]["code"],
         "{app_err}"
     );
+
+    // A conversation that does not exist: `not_found`, in the same words, for showing and
+    // for deleting it.
+    let (code, cli_err) = sandbox.cli(&["conversations", "show", "ghost"], "");
+    assert_eq!(code, 1, "{cli_err}");
+    let app_err = invoke(
+        &client,
+        "get_messages",
+        json!({ "conversationId": "ghost" }),
+    )
+    .await;
+    assert_eq!(cli_err["error"]["code"], "not_found", "{cli_err}");
+    assert_eq!(app_err["err"], cli_err["error"], "{app_err}");
+    let (code, cli_err) = sandbox.cli(&["conversations", "delete", "ghost", "--yes"], "");
+    assert_eq!(code, 1, "{cli_err}");
+    let app_err = invoke(
+        &client,
+        "delete_conversation",
+        json!({ "conversationId": "ghost", "deleteMemories": false }),
+    )
+    .await;
+    assert_eq!(cli_err["error"]["code"], "not_found", "{cli_err}");
+    assert_eq!(app_err["err"], cli_err["error"], "{app_err}");
+
+    // An argument of the wrong type is refused by the command's argument struct, naming
+    // the command, not half-applied.
+    let app_err = invoke(
+        &client,
+        "set_memory_pinned",
+        json!({ "id": "m-1", "pinned": "yes" }),
+    )
+    .await;
+    assert_eq!(app_err["err"]["code"], "invalid_input", "{app_err}");
+    assert!(
+        as_text(&app_err["err"]["message"]).starts_with("set_memory_pinned: "),
+        "{app_err}"
+    );
     client.close().await.expect("end session");
 }
 

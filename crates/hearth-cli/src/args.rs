@@ -104,7 +104,7 @@ pub enum Command {
         #[command(subcommand)]
         command: JobsCommand,
     },
-    /// Measure retrieval quality on public datasets.
+    /// Measure memory retrieval quality (LoCoMo, or a profile of your own).
     Eval {
         #[command(subcommand)]
         command: EvalCommand,
@@ -191,17 +191,33 @@ pub enum JobsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
-    /// Memory retrieval on LoCoMo: recall@5, recall@10 and MRR@10 for bm25, vector and
-    /// hybrid search, overall and per category (1–4).
+    /// Memory retrieval on LoCoMo (--locomo) or on a profile of one user (--profile).
     ///
-    /// Builds one temporary store per conversation (each turn an episode dated by its
-    /// session) and searches it for every question with evidence. Conversations 26 and 30
-    /// are the tuning set; the other eight are reported, then all ten. Vector and hybrid
-    /// need the local embedding model (HEARTH_EMBED_MODEL_DIR or the Hugging Face cache).
+    /// --locomo: recall@5, recall@10 and MRR@10 for bm25, vector and hybrid search, overall
+    /// and per category (1–4). Builds one temporary store per conversation (each turn an
+    /// episode dated by its session) and searches it for every question with evidence.
+    /// Conversations 26 and 30 are the tuning set; the other eight are reported, then all
+    /// ten.
+    ///
+    /// --profile DIR: DIR/memories.tsv has key<TAB>kind<TAB>text lines, DIR/queries.tsv
+    /// key<TAB>request lines (blank lines and # comments skipped). Builds a temporary store
+    /// with those memories plus generated memories about other people, and for each request
+    /// reports whether the keyed memory is in the memory block a chat turn would send and its
+    /// rank in `memory list --query`: block hit rate, R@1, R@5, MRR, and the misses.
+    ///
+    /// Vector and hybrid search need the local embedding model (HEARTH_EMBED_MODEL_DIR or
+    /// the Hugging Face cache); without it only keywords are measured.
+    #[command(group(clap::ArgGroup::new("set").required(true).args(["locomo", "profile"])))]
     Memory {
         /// locomo10.zip, or a folder of its <id>.json files.
         #[arg(long)]
-        locomo: std::path::PathBuf,
+        locomo: Option<std::path::PathBuf>,
+        /// A folder with memories.tsv and queries.tsv.
+        #[arg(long)]
+        profile: Option<std::path::PathBuf>,
+        /// With --profile: how many generated memories about other people to add.
+        #[arg(long, default_value_t = 400, requires = "profile")]
+        distractors: usize,
     },
 }
 

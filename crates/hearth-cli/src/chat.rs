@@ -125,20 +125,12 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
     })
 }
 
-fn conversations() -> Result<hearth_core::conversations::Conversations, Failure> {
+fn conversations() -> Result<hearth_core::ConversationService, Failure> {
     Ok(Hearth::open_oneshot(&open_options()?)?.conversations())
 }
 
-fn not_found(id: &str) -> Failure {
-    Failure::new("not_found", format!("there is no conversation {id}"))
-}
-
 pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
-    let convs = conversations()?;
-    if !convs.exists(id)? {
-        return Err(not_found(id));
-    }
-    let messages = convs.messages(id)?;
+    let messages = conversations()?.messages(id)?;
     if out.json {
         let rows: Vec<_> = messages
             .iter()
@@ -178,9 +170,7 @@ pub fn search(out: &Out, text: &str) -> Result<(), Failure> {
 }
 
 pub fn rename(out: &Out, id: &str, title: &str) -> Result<(), Failure> {
-    if !conversations()?.rename(id, title)? {
-        return Err(not_found(id));
-    }
+    conversations()?.rename(id, title)?;
     if out.json {
         out.print_json(&json!({"id": id, "title": title.trim()}));
     } else {
@@ -196,10 +186,7 @@ pub fn delete(out: &Out, id: &str, yes: bool) -> Result<(), Failure> {
             "not confirmed: run on a terminal and type yes, or pass --yes",
         ));
     }
-    let hearth = Hearth::open_oneshot(&open_options()?)?;
-    if !hearth.delete_conversation(id, false)? {
-        return Err(not_found(id));
-    }
+    conversations()?.delete(id, false)?;
     if out.json {
         out.print_json(&json!({"deleted": id}));
     } else {

@@ -72,8 +72,20 @@ fn main() -> ExitCode {
         Command::Memory { command } => memory::run(&out, command),
         Command::Embedding { command } => embedding::run(&out, command),
         Command::Eval {
-            command: EvalCommand::Memory { locomo },
-        } => memory::eval(&out, &locomo),
+            command:
+                EvalCommand::Memory {
+                    locomo,
+                    profile,
+                    distractors,
+                },
+        } => match (locomo, profile) {
+            (Some(locomo), _) => memory::eval(&out, &locomo),
+            (None, Some(profile)) => memory::eval_profile(&out, &profile, distractors),
+            (None, None) => Err(output::Failure::new(
+                "invalid_input",
+                "give --locomo PATH or --profile DIR",
+            )),
+        },
         Command::Jobs {
             command: JobsCommand::Run,
         } => run_jobs(&out),

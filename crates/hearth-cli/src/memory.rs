@@ -258,21 +258,64 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The local embedding model if it is installed; else a note that only keywords count.
+fn eval_embedder() -> Result<Option<hearth_core::embed::LocalEmbedder>, Failure> {
+    let embedder = hearth_core::embed::LocalEmbedder::installed_from_env()?;
+    if embedder.is_none() {
+        eprintln!(
+            "note: no local embedding model (set HEARTH_EMBED_MODEL_DIR); measuring keywords only"
+        );
+    }
+    Ok(embedder)
+}
+
+/// `hearth eval memory --profile DIR [--distractors N]`
+pub fn eval_profile(out: &Out, dir: &std::path::Path, distractors: usize) -> Result<(), Failure> {
+    use hearth_core::memory::profile;
+    let set = profile::load(dir)?;
+    let embedder = eval_embedder()?;
+    let work = tempfile_dir()?;
+    let report = profile::run(
+        &set,
+        distractors,
+        embedder
+            .as_ref()
+            .map(|e| e as &dyn hearth_core::embed::Embedder),
+        work.path(),
+    )?;
+    if out.json {
+        out.print_json(&report);
+    } else {
+        println!(
+            "{} requests, {} memories ({} generated about other people), search model: {}",
+            report.n,
+            report.memories,
+            report.distractors,
+            report
+                .search_model
+                .as_deref()
+                .unwrap_or("none (keywords only)")
+        );
+        println!(
+            "block hit rate {:.3} (budget {} tokens, {:.1} memories a block)",
+            report.block_hit_rate, report.block_budget, report.block_size_mean
+        );
+        println!(
+            "search R@1 {:.3}  R@5 {:.3}  MRR {:.3}",
+            report.r1, report.r5, report.mrr
+        );
+        if !report.misses.is_empty() {
+            println!("missed: {}", report.misses.join(", "));
+        }
+    }
+    Ok(())
+}
+
 /// `hearth eval memory --locomo PATH`
 pub fn eval(out: &Out, path: &std::path::Path) -> Result<(), Failure> {
-    use hearth_core::embed::{LocalEmbedder, ModelSource};
     use hearth_core::memory::eval;
     let conversations = eval::load(path)?;
-    let source = ModelSource::from_env();
-    let embedder = match source.find()? {
-        Some(_) => Some(LocalEmbedder::new(source)),
-        None => {
-            eprintln!(
-                "note: no local embedding model (set HEARTH_EMBED_MODEL_DIR); measuring bm25 only"
-            );
-            None
-        }
-    };
+    let embedder = eval_embedder()?;
     let work = tempfile_dir()?;
     let rows = eval::run(
         &conversations,

@@ -90,3 +90,112 @@ fn locomo_recall_is_measured_for_every_mode_and_category() {
         }
     }
 }
+
+/// `hearth eval memory --profile DIR` with `env` on top of a private home.
+fn profile_eval(
+    dir: &std::path::Path,
+    extra: &[&str],
+    keywords_only: bool,
+) -> (i32, Value, String) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    cmd.args(["eval", "memory", "--profile"])
+        .arg(dir)
+        .args(extra)
+        .arg("--json")
+        .env("HEARTH_HOME", tmp.path().join("h"))
+        .env("TMPDIR", tmp.path());
+    if keywords_only {
+        // No model anywhere: search is keyword-only, so every rank below is computed by hand.
+        cmd.env_remove("HEARTH_EMBED_MODEL_DIR")
+            .env("HF_HOME", tmp.path().join("no-models"))
+            .env_remove("HF_HUB_CACHE");
+    }
+    let out = cmd.output().expect("run");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_tiny_profile_gives_the_metrics_computed_by_hand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("memories.tsv"),
+        "# key\tkind\ttext\n\
+         dog\tfact\tUser has a border collie named Pixel.\n\
+         car\tfact\tUser drives a blue Fiat Panda.\n\
+         tea\tpreference\tUser drinks green tea every morning.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("queries.tsv"),
+        "dog\tTell me about Pixel.\n\
+         car\tIs my Panda due for a service?\n\
+         tea\tHow often should I brush my dog?\n",
+    )
+    .expect("write");
+    let (code, report, stderr) = profile_eval(dir.path(), &["--distractors", "0"], true);
+    assert_eq!(code, 0, "{stderr}");
+    // Pixel and Panda are found by their words, first; the third request shares no word
+    // with tea, so search does not list it (rank none: adds 0 to MRR) — but a block from
+    // three memories carries all three, so every request's memory is in its block.
+    assert_eq!(report["n"], 3, "{report}");
+    assert_eq!(report["block_hit_rate"], 1.0, "{report}");
+    let third = |k: &str| report[k].as_f64().expect("number");
+    for k in ["r1", "r5", "mrr"] {
+        assert!((third(k) - 2.0 / 3.0).abs() < 1e-9, "{k}: {report}");
+    }
+    assert_eq!(report["misses"], serde_json::json!([]), "{report}");
+    assert_eq!(report["memories"], 3);
+    assert_eq!(report["distractors"], 0);
+    assert_eq!(report["search_model"], Value::Null);
+    assert!(stderr.contains("measuring keywords only"), "{stderr}");
+}
+
+#[test]
+fn a_malformed_profile_is_refused_naming_the_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("memories.tsv"),
+        "dog\tfact\tUser has a border collie named Pixel.\ncar\tUser drives a Panda.\n",
+    )
+    .expect("write");
+    std::fs::write(dir.path().join("queries.tsv"), "dog\tMy dog?\n").expect("write");
+    let (code, report, _) = profile_eval(dir.path(), &[], true);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["error"]["code"], "invalid_input", "{report}");
+    let message = report["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.ends_with("memories.tsv line 2: expected key<TAB>kind<TAB>text, found 2 field(s)"),
+        "{message}"
+    );
+}
+
+/// The profile set of `tests/data/profile` was written before any tuning; its hash keeps
+/// it from being edited to fit the ranker (a new version goes in a new folder).
+#[test]
+fn the_profile_set_is_frozen() {
+    use sha2::Digest;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hearth-core/tests/data/profile");
+    for (file, hash) in [
+        (
+            "memories.tsv",
+            "9b66383a2818896906cbfe91b621c8c8536e85cf6fe11fd87874d34546792be2",
+        ),
+        (
+            "queries.tsv",
+            "d9b25c25949cf7968e68253e86188a81921d983627b18b735dcb21f0065b992b",
+        ),
+    ] {
+        let bytes = std::fs::read(dir.join(file)).expect("read");
+        let got: String = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(got, hash, "{file} changed");
+    }
+}

@@ -62,9 +62,16 @@ async fn two_processes_draining_one_queue_learn_from_each_exchange_exactly_once(
         json!({"queued": EXCHANGES, "running": 0, "failed": 0})
     );
 
-    let (a, b) = tokio::join!(
-        output(home.cmd(&server, &["jobs", "run", "--json"])),
-        output(home.cmd(&server, &["jobs", "run", "--json"])),
+    let run = || {
+        let mut c = home.cmd(&server, &["jobs", "run", "--json"]);
+        c.env("HEARTH_LOG", "hearth_core=debug");
+        output(c)
+    };
+    let (a, b) = tokio::join!(run(), run());
+    let logs = format!(
+        "first worker:\n{}\nsecond worker:\n{}",
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr)
     );
     let (a, b) = (json_of(&a), json_of(&b));
     let ran = a["ran"].as_u64().expect("ran") + b["ran"].as_u64().expect("ran");
@@ -86,7 +93,11 @@ async fn two_processes_draining_one_queue_learn_from_each_exchange_exactly_once(
             ))
         })
         .expect("counts");
-    assert_eq!((memories, adds), (EXCHANGES as i64, EXCHANGES as i64));
+    assert_eq!(
+        (memories, adds),
+        (EXCHANGES as i64, EXCHANGES as i64),
+        "{logs}"
+    );
     let listed = json_of(&output(home.cmd(&server, &["memory", "list", "--json"])).await);
     let mut texts: Vec<String> = listed
         .as_array()

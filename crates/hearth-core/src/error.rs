@@ -1,4 +1,9 @@
 //! The engine's one error type. Every variant says what the user can do about it.
+//!
+//! This module is at the bottom of the layers (the store returns this type), so it names
+//! no module above it: a provider's or the embedder's failure reaches it as an opaque
+//! [`ServiceError`] — its stable code, its message and the typed original inside —
+//! which `llm` and `embed` build with `From` on their own error types.
 
 use std::path::{Path, PathBuf};
 
@@ -88,13 +93,10 @@ pub enum Error {
     #[error("database error: {0}")]
     Database(String),
 
-    /// A provider call failed.
+    /// A service the engine calls failed: a provider (an `LlmError`) or the local
+    /// embedding model (an `EmbedError`). [`ServiceError::downcast_ref`] gives the original.
     #[error(transparent)]
-    Llm(#[from] crate::llm::LlmError),
-
-    /// The local embedding model could not be found, fetched, read or run.
-    #[error(transparent)]
-    Embed(#[from] crate::embed::EmbedError),
+    Service(ServiceError),
 
     /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
@@ -126,8 +128,7 @@ impl Error {
             Error::Io { .. } => "io",
             Error::LeaseLost => "lease_lost",
             Error::Database(_) => "database",
-            Error::Llm(e) => e.code(),
-            Error::Embed(e) => e.code(),
+            Error::Service(e) => e.code,
             Error::Task(_) => "internal",
         }
     }
@@ -169,5 +170,48 @@ impl Error {
             }
         }
         Error::Database(err.to_string())
+    }
+}
+
+/// A failure of a service above the store (a provider, the embedder), carried by the
+/// layer-0 [`Error`] without naming its type. Display and source are the original's.
+#[derive(Debug)]
+pub struct ServiceError {
+    code: &'static str,
+    inner: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl ServiceError {
+    /// Wraps a service's own error with its stable code.
+    pub(crate) fn new(
+        code: &'static str,
+        inner: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ServiceError {
+            code,
+            inner: Box::new(inner),
+        }
+    }
+
+    /// The service's stable code (`provider_auth`, `embed_model_missing`, …).
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The service's typed error, if it is a `T` (`LlmError`, `EmbedError`).
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.inner.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl std::error::Error for ServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source()
     }
 }

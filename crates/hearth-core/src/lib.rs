@@ -41,12 +41,12 @@ pub mod tokens;
 pub mod types;
 mod usage;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, ServiceError};
 pub use events::Event;
 pub use hearth::{
-    EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, Hearth, JobResult, JobRunner,
-    MemoryCounts, MemoryDetail, MemoryService, ModelService, ProviderService, REEMBED_JOB,
-    RunPolicy, RunningJobs, Status,
+    ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, Hearth,
+    JobResult, JobRunner, MemoryCounts, MemoryDetail, MemoryService, ModelService, ProviderService,
+    REEMBED_JOB, RunPolicy, RunningJobs, Status,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

@@ -5,10 +5,12 @@
 use serde::Serialize;
 use ts_rs::TS;
 
+pub mod args;
 mod chat;
 mod memory;
 mod providers;
 
+pub use args::*;
 pub use chat::*;
 pub use memory::*;
 pub use providers::*;
@@ -94,6 +96,13 @@ mod table {
 /// Every command (declared once in `commands.in.rs`).
 pub use table::COMMANDS;
 
+/// Each command's TypeScript types, from its Rust argument struct and result type.
+mod types {
+    #[allow(unused_imports)]
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/command_types.rs"));
+}
+
 /// Every event: name and TypeScript payload.
 pub const EVENTS: &[(&str, &str)] = &[
     ("store_changed", "null"),
@@ -150,10 +159,9 @@ pub fn commands_ts() -> String {
         s.push_str(&format!("import type {{ {t} }} from \"./{t}\";\n"));
     }
     s.push_str("\n/** Every IPC command the shell exposes: its arguments and its result. */\nexport type Commands = {\n");
-    for c in COMMANDS {
+    for (name, args, result) in types::command_types() {
         s.push_str(&format!(
-            "  {}: {{ args: {}; result: {} }};\n",
-            c.name, c.args, c.result
+            "  {name}: {{ args: {args}; result: {result} }};\n"
         ));
     }
     s.push_str(
@@ -181,6 +189,50 @@ mod tests {
     fn export_bindings_commands() {
         std::fs::write(bindings_dir().join("commands.ts"), commands_ts())
             .expect("write commands.ts");
+    }
+
+    /// The table's argument struct and result type are the command function's own, so the
+    /// TypeScript generated from them is what the command really takes and answers.
+    #[test]
+    fn every_command_takes_and_answers_the_types_its_bindings_say() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for c in COMMANDS {
+            let text = std::fs::read_to_string(src.join(format!("{}.rs", c.module)))
+                .expect("the command's module");
+            let start = [
+                format!("pub fn {}", c.name),
+                format!("pub async fn {}", c.name),
+            ]
+            .iter()
+            .find_map(|p| text.find(&format!("{p}(")).or(text.find(&format!("{p}<"))))
+            .unwrap_or_else(|| panic!("{} is not in src/{}.rs", c.name, c.module));
+            let signature: String = text[start..]
+                .split_once(" {\n")
+                .map(|(sig, _)| sig)
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            match c.args {
+                Some(args) => assert!(
+                    signature.contains(&format!("args: Args<{args}>")),
+                    "{} takes Args<{args}>: {signature}",
+                    c.name
+                ),
+                None => assert!(
+                    !signature.contains("Args<"),
+                    "{} takes no arguments: {signature}",
+                    c.name
+                ),
+            }
+            assert!(
+                signature.ends_with(&format!("-> Result<{}, ErrorDto>", c.result))
+                    || signature.ends_with(&format!("-> {}", c.result)),
+                "{} answers {}: {signature}",
+                c.name,
+                c.result
+            );
+        }
     }
 
     #[test]

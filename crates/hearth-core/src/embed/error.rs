@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// A failure of the local embedding model; wrapped in [`crate::Error::Embed`].
+/// A failure of the local embedding model; wrapped in the engine's `Error::Service`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EmbedError {
@@ -57,5 +57,11 @@ impl EmbedError {
             EmbedError::Corrupt { .. } => "embed_model_corrupt",
             EmbedError::Inference(_) => "embed_failed",
         }
+    }
+}
+
+impl From<EmbedError> for crate::Error {
+    fn from(e: EmbedError) -> Self {
+        crate::Error::Service(crate::error::ServiceError::new(e.code(), e))
     }
 }

@@ -76,6 +76,13 @@ impl LocalEmbedder {
         Self::new(ModelSource::from_env())
     }
 
+    /// The model found as [`ModelSource::from_env`] says, if it is on disk already (never
+    /// downloads): what the evaluations measure with. `None` when it is not installed.
+    pub fn installed_from_env() -> Result<Option<Self>> {
+        let source = ModelSource::from_env();
+        Ok(source.find()?.map(|_| Self::new(source)))
+    }
+
     /// Tells `progress(file, bytes_done, bytes_total)` how a first-use download goes.
     pub fn with_progress(
         mut self,

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use std::time::Duration;
 
-use super::{Hearth, REEMBED_JOB, SEARCH_MIN_SIMILARITY, jobs};
+use super::{Hearth, REEMBED_JOB, jobs};
 use crate::embed::{ApiEmbedder, Embedder, EmbeddingChoice, LocalEmbedder, ModelSource, Progress};
 use crate::events::Event;
 use crate::llm::LlmClient;
@@ -302,19 +302,12 @@ impl Hearth {
             }
             None => None,
         };
-        let found = memories.search(
+        let found = memories.search_listed(
             query,
             vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
-            crate::memory::block::Mode::Hybrid,
-            200,
         )?;
         let mut out = Vec::new();
-        // A search the user reads lists what matches: by its words, or close in meaning —
-        // not every nearest neighbour the vector index returns.
-        for c in found
-            .into_iter()
-            .filter(|c| c.lexical || c.similarity.is_some_and(|s| s >= SEARCH_MIN_SIMILARITY))
-        {
+        for c in found {
             if let Some(m) = memories.get(&c.id)?
                 && filter.admits(&m)
             {

@@ -1,5 +1,6 @@
 //! [`Hearth`]: the one handle the desktop shell and the CLI talk to.
 
+mod conversations;
 mod embedding;
 mod jobs;
 mod liveness;
@@ -9,6 +10,7 @@ mod providers;
 /// The settings key of the quick-prompt shortcut.
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 
+pub use conversations::ConversationService;
 pub use embedding::EmbeddingStatus;
 use embedding::embedder_for;
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
@@ -24,7 +26,6 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::chat::{ChatOptions, ModelSlots, TurnOutcome};
-use crate::conversations::Conversations;
 use crate::embed::{EmbedderSlot, EmbeddingChoice};
 use crate::events::Event;
 use crate::llm::{LlmClient, RetryPolicy, Timeouts};
@@ -32,11 +33,6 @@ use crate::store::{ChangeWatcher, OpenOptions, Store};
 use crate::{Error, Result};
 
 const EVENT_CAPACITY: usize = 256;
-
-/// The least cosine similarity for which a memory found only by meaning is listed in a
-/// search the user reads; below it the vector index's nearest neighbours are mostly
-/// unrelated (the memory block, which ranks rather than lists, keeps them all).
-pub const SEARCH_MIN_SIMILARITY: f64 = 0.3;
 
 /// How often other processes' commits are looked for.
 pub const CHANGE_POLL_INTERVAL: Duration = Duration::from_millis(300);
@@ -240,26 +236,9 @@ impl Hearth {
         Ok(crate::context::Budgets::for_window(window).memory)
     }
 
-    /// Deletes a conversation and its messages for real, and the memory proposals that
-    /// came from it; with `with_memories`, the memories learned in it too. False if there
-    /// was no such conversation. Blocking.
-    pub fn delete_conversation(&self, id: &str, with_memories: bool) -> Result<bool> {
-        let memories = crate::memory::Memories::new(self.inner.store.clone());
-        if with_memories {
-            memories.forget_conversation(id)?;
-        } else {
-            memories.drop_proposals_from(id)?;
-        }
-        let deleted = self.conversations().delete(id)?;
-        if deleted {
-            self.inner.store.checkpoint_wal();
-        }
-        Ok(deleted)
-    }
-
-    /// Conversation storage.
-    pub fn conversations(&self) -> Conversations {
-        Conversations::new(self.inner.store.clone())
+    /// Conversations, one method per use case.
+    pub fn conversations(&self) -> ConversationService {
+        ConversationService::new(self.clone())
     }
 
     /// Runs one chat turn, calling `on_text` with each piece of the answer as it streams.

@@ -141,3 +141,9 @@ impl LlmError {
         }
     }
 }
+
+impl From<LlmError> for crate::Error {
+    fn from(e: LlmError) -> Self {
+        crate::Error::Service(crate::error::ServiceError::new(e.code(), e))
+    }
+}

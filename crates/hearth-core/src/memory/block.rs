@@ -20,18 +20,130 @@ use crate::tokens::Encoding;
 
 /// Reciprocal-rank-fusion constant.
 pub const RRF_K: f64 = 60.0;
-/// The vector side's weight in the fusion (BM25's is 1), tuned on LoCoMo conversations 26
-/// and 30 only: recall@10 there was 0.581 at 1.0, 0.592 at 0.5, 0.623 at 0.3, 0.640 at 0.2,
-/// 0.636 at 0.15 (Porter-stemmed BM25 alone: 0.613). `HEARTH_VECTOR_WEIGHT` overrides it
-/// for experiments.
+/// The vector side's weight in reciprocal-rank fusion (BM25's is 1), tuned on LoCoMo
+/// conversations 26 and 30 only: recall@10 there was 0.581 at 1.0, 0.592 at 0.5, 0.623 at
+/// 0.3, 0.640 at 0.2, 0.636 at 0.15 (Porter-stemmed BM25 alone: 0.613).
 pub const VECTOR_WEIGHT: f64 = 0.2;
 
-fn vector_weight() -> f64 {
-    std::env::var("HEARTH_VECTOR_WEIGHT")
-        .ok()
-        .and_then(|w| w.parse().ok())
-        .unwrap_or(VECTOR_WEIGHT)
+/// How the two sides' evidence becomes one relevance. `HEARTH_FUSION` overrides it for
+/// experiments (`rrf`, or `calibrated` with `key=value` pairs: see [`Fusion::parse`]);
+/// `HEARTH_VECTOR_WEIGHT` sets the RRF vector weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank: `1/(k+rank)` from BM25, `w/(k+rank)` from the vector index.
+    Rrf { vector_weight: f64 },
+    /// Calibrated strengths: lexical `L = bm25/best bm25 of the query` (0–1), semantic
+    /// `S = (cosine − floor)/(ceil − floor)` clamped to 0–1, so a close meaning counts with no
+    /// word in common; `relevance = max(wl·L, S) + both·min(wl·L, S)`.
+    Calibrated {
+        floor: f64,
+        ceil: f64,
+        lexical_weight: f64,
+        both: f64,
+    },
 }
+
+impl Fusion {
+    /// `rrf`, `rrf:w=0.2`, or `calibrated:floor=0.15,ceil=0.6,wl=1,both=0.5` (missing keys
+    /// keep the defaults of [`Fusion::CALIBRATED`]). `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+        let mut f = match name.trim() {
+            "rrf" => Fusion::Rrf {
+                vector_weight: VECTOR_WEIGHT,
+            },
+            "calibrated" => Self::CALIBRATED,
+            _ => return None,
+        };
+        for pair in rest.split(',').filter(|p| !p.trim().is_empty()) {
+            let (k, v) = pair.split_once('=')?;
+            let v: f64 = v.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
+            match (&mut f, k.trim()) {
+                (Fusion::Rrf { vector_weight }, "w") => *vector_weight = v,
+                (Fusion::Calibrated { floor, .. }, "floor") => *floor = v,
+                (Fusion::Calibrated { ceil, .. }, "ceil") => *ceil = v,
+                (Fusion::Calibrated { lexical_weight, .. }, "wl") => *lexical_weight = v,
+                (Fusion::Calibrated { both, .. }, "both") => *both = v,
+                _ => return None,
+            }
+        }
+        Some(f)
+    }
+
+    /// The calibrated fusion's defaults.
+    pub const CALIBRATED: Fusion = Fusion::Calibrated {
+        floor: 0.15,
+        ceil: 0.6,
+        lexical_weight: 1.0,
+        both: 0.5,
+    };
+
+    /// The fusion in use: `HEARTH_FUSION` when it parses, else the default.
+    pub fn current() -> Self {
+        static CURRENT: std::sync::OnceLock<Fusion> = std::sync::OnceLock::new();
+        *CURRENT.get_or_init(|| {
+            if let Some(f) = std::env::var("HEARTH_FUSION")
+                .ok()
+                .and_then(|s| Fusion::parse(&s))
+            {
+                return f;
+            }
+            let vector_weight = std::env::var("HEARTH_VECTOR_WEIGHT")
+                .ok()
+                .and_then(|w| w.parse().ok())
+                .filter(|w: &f64| w.is_finite())
+                .unwrap_or(VECTOR_WEIGHT);
+            Fusion::Rrf { vector_weight }
+        })
+    }
+
+    /// One candidate's relevance, given the best BM25 score among this query's matches.
+    fn relevance(self, c: &Candidate, best_bm25: f64) -> f64 {
+        match self {
+            Fusion::Rrf { vector_weight } => {
+                let lex = c
+                    .lexical_rank
+                    .map_or(0.0, |r| 1.0 / (RRF_K + r as f64 + 1.0));
+                let vec = c
+                    .vector_rank
+                    .map_or(0.0, |r| vector_weight / (RRF_K + r as f64 + 1.0));
+                lex + vec
+            }
+            Fusion::Calibrated {
+                floor,
+                ceil,
+                lexical_weight,
+                both,
+            } => {
+                let l = match c.bm25 {
+                    Some(b) if best_bm25 > 0.0 => lexical_weight * (b / best_bm25).clamp(0.0, 1.0),
+                    _ => 0.0,
+                };
+                let s = c.similarity.map_or(0.0, |cos| {
+                    ((cos - floor) / (ceil - floor).max(1e-6)).clamp(0.0, 1.0)
+                });
+                l.max(s) + both * l.min(s)
+            }
+        }
+    }
+
+    /// What one unit of relevance is worth in the block's score, beside importance (0–1,
+    /// weight 0.3) and recency/frequency: RRF relevances are ~1/60, calibrated ones 0–1.5.
+    fn scale(self) -> f64 {
+        match self {
+            Fusion::Rrf { .. } => 30.0,
+            Fusion::Calibrated { .. } => 1.0,
+        }
+    }
+}
+
+/// The least cosine similarity for which a memory found only by meaning is listed in a
+/// search the user reads; below it the vector index's nearest neighbours are mostly
+/// unrelated (the memory block, which ranks rather than lists, keeps them all).
+pub const SEARCH_MIN_SIMILARITY: f64 = 0.3;
+
+/// How many memories a search the user reads lists at most.
+pub const LISTED: usize = 200;
 
 /// How many candidates each index offers.
 pub const CANDIDATES: usize = 50;
@@ -61,7 +173,12 @@ pub struct Candidate {
     pub relevance: f64,
     /// Found by its words (the full-text index).
     pub lexical: bool,
-    /// Cosine similarity to the query vector, when found by the vector index.
+    /// Its rank among the full-text matches (0 best) and its BM25 score (higher is better).
+    pub lexical_rank: Option<usize>,
+    pub bm25: Option<f64>,
+    /// Its rank among the vector index's nearest neighbours (0 best) and its cosine
+    /// similarity to the query vector.
+    pub vector_rank: Option<usize>,
     pub similarity: Option<f64>,
 }
 
@@ -83,6 +200,9 @@ fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)>
             use_count: r.get(10)?,
             relevance: 0.0,
             lexical: false,
+            lexical_rank: None,
+            bm25: None,
+            vector_rank: None,
             similarity: None,
         },
     ))
@@ -119,15 +239,20 @@ impl Memories {
             let mut found: HashMap<i64, Candidate> = HashMap::new();
             if let Some(q) = fts {
                 let mut stmt = c.prepare(&format!(
-                    "SELECT {CANDIDATE_COLUMNS} FROM memories_fts f JOIN memories m ON m.n = f.rowid
-                     WHERE memories_fts MATCH ?1 AND m.status = 'active' ORDER BY bm25(memories_fts) LIMIT ?2"
+                    "SELECT {CANDIDATE_COLUMNS}, bm25(memories_fts) AS score FROM memories_fts f
+                     JOIN memories m ON m.n = f.rowid
+                     WHERE memories_fts MATCH ?1 AND m.status = 'active' ORDER BY score LIMIT ?2"
                 ))?;
-                let rows = stmt.query_map(params![q, pool as i64], row_to_candidate)?;
+                let rows = stmt.query_map(params![q, pool as i64], |r| {
+                    Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
+                })?;
                 for (rank, row) in rows.enumerate() {
-                    let (n, cand) = row?;
+                    let ((n, cand), score) = row?;
                     let c = found.entry(n).or_insert(cand);
-                    c.relevance += 1.0 / (RRF_K + rank as f64 + 1.0);
                     c.lexical = true;
+                    c.lexical_rank = Some(rank);
+                    // FTS5's bm25() is negative, lower is better.
+                    c.bm25 = Some(-score);
                 }
             }
             if let Some((model, dims, blob)) = vec {
@@ -151,7 +276,7 @@ impl Memories {
                     for (rank, row) in rows.take(pool).enumerate() {
                         let ((n, cand), distance) = row?;
                         let c = found.entry(n).or_insert(cand);
-                        c.relevance += vector_weight() / (RRF_K + rank as f64 + 1.0);
+                        c.vector_rank = Some(rank);
                         // vec0's cosine distance is 1 − cosine similarity.
                         c.similarity = Some(1.0 - distance);
                     }
@@ -159,13 +284,38 @@ impl Memories {
             }
             Ok(found.into_values().collect::<Vec<_>>())
         })?;
+        let fusion = Fusion::current();
+        let best_bm25 = ranked.iter().filter_map(|c| c.bm25).fold(0.0_f64, f64::max);
+        for c in &mut ranked {
+            c.relevance = fusion.relevance(c, best_bm25);
+        }
+        // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
         ranked.sort_by(|a, b| {
             b.relevance
                 .total_cmp(&a.relevance)
+                .then_with(|| {
+                    b.similarity
+                        .unwrap_or(-1.0)
+                        .total_cmp(&a.similarity.unwrap_or(-1.0))
+                })
+                .then_with(|| b.bm25.unwrap_or(0.0).total_cmp(&a.bm25.unwrap_or(0.0)))
                 .then_with(|| b.updated.cmp(&a.updated))
         });
         ranked.truncate(k);
         Ok(ranked)
+    }
+
+    /// The search the user reads (the Memory screen, `memory list --query`): hybrid, best
+    /// first, listing what matches by its words or is close in meaning — not every
+    /// nearest neighbour the vector index returns.
+    pub fn search_listed(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+    ) -> Result<Vec<Candidate>> {
+        let mut found = self.search(query, vector, Mode::Hybrid, LISTED)?;
+        found.retain(|c| c.lexical || c.similarity.is_some_and(|s| s >= SEARCH_MIN_SIMILARITY));
+        Ok(found)
     }
 
     /// Critical and pinned active memories (critical first).
@@ -220,7 +370,10 @@ fn score(c: &Candidate, now: Millis) -> f64 {
     let recency = (-age_days / 30.0).exp();
     let frequency = (1.0 + f64::from(c.use_count)).ln() / 10f64.ln();
     // Relevance dominates: one top rank in both indexes is worth ~0.033 before scaling.
-    c.relevance * 30.0 + 0.3 * c.importance + 0.1 * recency + 0.05 * frequency.min(1.0)
+    c.relevance * Fusion::current().scale()
+        + 0.3 * c.importance
+        + 0.1 * recency
+        + 0.05 * frequency.min(1.0)
 }
 
 /// The block and what went into it.

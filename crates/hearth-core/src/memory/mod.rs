@@ -21,6 +21,7 @@
 pub mod block;
 pub mod eval;
 pub mod extract;
+pub mod profile;
 pub mod proposals;
 pub mod transfer;
 

@@ -1,0 +1,241 @@
+//! Each IPC command's arguments, as one struct: the command takes `args: Args<ItsArgs>`
+//! and Tauri's payload (the object the UI passes to `invoke`, camelCase keys) is
+//! deserialized into it whole. The UI's argument types are generated from these structs by
+//! ts-rs (`commands.ts`), so the UI and the command cannot disagree on a name or a type.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use tauri::Runtime;
+use tauri::ipc::{CommandArg, CommandItem, InvokeBody, InvokeError};
+use ts_rs::TS;
+
+use super::{MemoryChangeDto, SlotDto};
+
+/// A command's arguments: the whole invoke payload, deserialized as `T`. An argument the
+/// UI got wrong is refused with `invalid_input`, naming the command.
+pub struct Args<T>(pub T);
+
+impl<'de, T: DeserializeOwned, R: Runtime> CommandArg<'de, R> for Args<T> {
+    fn from_command(command: CommandItem<'de, R>) -> Result<Self, InvokeError> {
+        let parsed = match command.message.payload() {
+            InvokeBody::Json(value) => T::deserialize(value),
+            InvokeBody::Raw(_) => {
+                return Err(InvokeError::from(super::ErrorDto::new(
+                    "invalid_input",
+                    format!("{}: expected JSON arguments", command.name),
+                )));
+            }
+        };
+        parsed.map(Args).map_err(|e| {
+            InvokeError::from(super::ErrorDto::new(
+                "invalid_input",
+                format!("{}: {e}", command.name),
+            ))
+        })
+    }
+}
+
+/// The arguments of `set_shortcut`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetShortcutArgs {
+    pub accelerator: String,
+}
+
+/// The arguments of a command about one conversation.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationArgs {
+    pub conversation_id: String,
+}
+
+/// The arguments of `send_message`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageArgs {
+    pub conversation_id: Option<String>,
+    pub text: String,
+    pub temporary: bool,
+}
+
+/// The arguments of `stop_turn`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct StopTurnArgs {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+}
+
+/// The arguments of `delete_conversation`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteConversationArgs {
+    pub conversation_id: String,
+    pub delete_memories: bool,
+}
+
+/// The arguments of `edit_last_message`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct EditLastMessageArgs {
+    pub conversation_id: String,
+    pub text: String,
+}
+
+/// The arguments of `add_provider`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AddProviderArgs {
+    pub name: String,
+    pub preset: String,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+}
+
+/// The arguments of a command about one provider, by name.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderNameArgs {
+    pub name: String,
+}
+
+/// The arguments of `set_slots`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSlotsArgs {
+    pub main: SlotDto,
+    pub fast: Option<SlotDto>,
+    pub fallback: Option<SlotDto>,
+    pub fallback_enabled: bool,
+}
+
+/// The arguments of `set_model_info`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModelInfoArgs {
+    pub model: String,
+    pub context_window: Option<u32>,
+    pub input_usd_per_mtok: Option<f64>,
+    pub output_usd_per_mtok: Option<f64>,
+    pub cached_usd_per_mtok: Option<f64>,
+}
+
+/// The arguments of `reset_model_info`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetModelInfoArgs {
+    pub model: String,
+}
+
+/// The arguments of `list_memories`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMemoriesArgs {
+    pub kind: Option<String>,
+    pub query: Option<String>,
+    pub removed: bool,
+    pub pinned: Option<bool>,
+    pub critical: Option<bool>,
+    pub source: Option<String>,
+    #[ts(type = "number | null")]
+    pub from: Option<i64>,
+    #[ts(type = "number | null")]
+    pub to: Option<i64>,
+}
+
+/// The arguments of a command about one memory or proposal, by id.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct IdArgs {
+    pub id: String,
+}
+
+/// The arguments of `add_memory`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AddMemoryArgs {
+    pub text: String,
+    pub kind: String,
+    pub pinned: bool,
+    pub critical: bool,
+}
+
+/// The arguments of `edit_memory`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct EditMemoryArgs {
+    pub id: String,
+    pub text: String,
+}
+
+/// The arguments of `set_memory_pinned`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetMemoryPinnedArgs {
+    pub id: String,
+    pub pinned: bool,
+}
+
+/// The arguments of `set_memory_critical`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetMemoryCriticalArgs {
+    pub id: String,
+    pub critical: bool,
+}
+
+/// The arguments of `delete_memories`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteMemoriesArgs {
+    pub ids: Vec<String>,
+}
+
+/// The arguments of `forget_memories`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgetMemoriesArgs {
+    pub all: bool,
+    #[ts(type = "number | null")]
+    pub from: Option<i64>,
+    #[ts(type = "number | null")]
+    pub to: Option<i64>,
+}
+
+/// The arguments of `export_memories`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportMemoriesArgs {
+    pub format: String,
+}
+
+/// The arguments of `import_memories`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportMemoriesArgs {
+    pub content: String,
+}
+
+/// The arguments of `set_memory_settings`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetMemorySettingsArgs {
+    pub enabled: bool,
+    pub extraction_paused: bool,
+}
+
+/// The arguments of `undo_memory_change`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoMemoryChangeArgs {
+    pub change: MemoryChangeDto,
+}
+
+/// The arguments of `set_embedding`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetEmbeddingArgs {
+    pub kind: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
