@@ -180,6 +180,8 @@ pub struct Candidate {
     /// similarity to the query vector.
     pub vector_rank: Option<usize>,
     pub similarity: Option<f64>,
+    /// 1, or less for a memory about another person the query does not name ([`Subject`]).
+    pub subject_weight: f64,
 }
 
 const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
@@ -204,6 +206,7 @@ fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)>
             bm25: None,
             vector_rank: None,
             similarity: None,
+            subject_weight: 1.0,
         },
     ))
 }
@@ -286,8 +289,10 @@ impl Memories {
         })?;
         let fusion = Fusion::current();
         let best_bm25 = ranked.iter().filter_map(|c| c.bm25).fold(0.0_f64, f64::max);
+        let subject = Subject::of_query(query);
         for c in &mut ranked {
-            c.relevance = fusion.relevance(c, best_bm25);
+            c.subject_weight = subject.weight(&c.text);
+            c.relevance = fusion.relevance(c, best_bm25) * c.subject_weight;
         }
         // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
         ranked.sort_by(|a, b| {
@@ -344,6 +349,133 @@ impl Memories {
     }
 }
 
+/// Subject awareness: a request in the first person is about the user's life. A memory
+/// extraction wrote about someone else by name — "User's colleague Dmitri has a beagle" —
+/// is worth less to it unless the request names that person or that relation ("my
+/// colleague", "Dmitri"). The user's household (partner, children, parents, siblings) is
+/// the user's life and is never discounted; nor is a memory about a role without a name
+/// ("User's manager is Priya" is a fact about the user's work).
+#[derive(Debug, Clone)]
+pub struct Subject {
+    words: std::collections::HashSet<String>,
+    weight: f64,
+}
+
+/// What a memory about another named person is worth to a request that does not name them
+/// (chosen on the profile set: see ARCHITECTURE.md). `HEARTH_SUBJECT_WEIGHT` overrides it
+/// for experiments (1 turns the rule off).
+pub const OTHER_PERSON_WEIGHT: f64 = 0.4;
+
+const HOUSEHOLD: &[&str] = &[
+    "partner",
+    "wife",
+    "husband",
+    "spouse",
+    "fiancé",
+    "fiancée",
+    "fiance",
+    "fiancee",
+    "boyfriend",
+    "girlfriend",
+    "daughter",
+    "son",
+    "child",
+    "children",
+    "kid",
+    "kids",
+    "baby",
+    "mother",
+    "mum",
+    "mom",
+    "father",
+    "dad",
+    "parents",
+    "brother",
+    "sister",
+    "stepson",
+    "stepdaughter",
+    "grandmother",
+    "grandfather",
+    "grandma",
+    "grandpa",
+];
+
+const NOT_RELATION: &[&str] = &[
+    "is", "was", "are", "were", "has", "had", "have", "does", "did", "likes", "lives", "works",
+    "prefers", "wants", "and", "or", "who", "which", "the", "a", "an", "of", "in", "on", "at",
+    "to", "for", "with", "from", "by", "not", "never", "always",
+];
+
+impl Subject {
+    /// The request's words (lower case), to see whom it names.
+    pub fn of_query(query: &str) -> Self {
+        static WEIGHT: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+        let weight = *WEIGHT.get_or_init(|| {
+            std::env::var("HEARTH_SUBJECT_WEIGHT")
+                .ok()
+                .and_then(|w| w.parse().ok())
+                .filter(|w: &f64| w.is_finite() && (0.0..=1.0).contains(w))
+                .unwrap_or(OTHER_PERSON_WEIGHT)
+        });
+        Subject {
+            words: query
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect(),
+            weight,
+        }
+    }
+
+    /// The relation and the name of the other person a memory is about, if it is written
+    /// as "User's <relation> <Name> …" with a relation outside the household.
+    pub fn other_person(text: &str) -> Option<(&str, &str)> {
+        let rest = text.strip_prefix("User's ")?;
+        let mut relation_end = 0;
+        for (i, word) in rest.split(' ').enumerate() {
+            if word.starts_with(|c: char| c.is_uppercase()) {
+                if i == 0 {
+                    return None;
+                }
+                let relation = rest[..relation_end].trim_end();
+                let head = relation.rsplit(' ').next().unwrap_or(relation);
+                if HOUSEHOLD.contains(&head) {
+                    return None;
+                }
+                let name = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+                return Some((relation, name));
+            }
+            // A relation is a few lower-case nouns ("old schoolmate"); a verb or a function
+            // word means the sentence is about the role ("User's manager is Priya").
+            if i >= 3
+                || NOT_RELATION.contains(&word)
+                || !word
+                    .chars()
+                    .all(|c| c.is_lowercase() || c == '-' || c == '\'')
+            {
+                return None;
+            }
+            relation_end += word.len() + 1;
+        }
+        None
+    }
+
+    /// 1, or the discount for a memory about another person the request does not name.
+    pub fn weight(&self, text: &str) -> f64 {
+        match Self::other_person(text) {
+            Some((relation, name))
+                if !self.words.contains(&name.to_lowercase())
+                    && !relation
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w.len() >= 3 && self.words.contains(&w.to_lowercase())) =>
+            {
+                self.weight
+            }
+            _ => 1.0,
+        }
+    }
+}
+
 /// A memory's line in the block.
 pub fn render(c: &Candidate) -> String {
     let text = c.text.replace('\n', " ");
@@ -376,6 +508,75 @@ fn score(c: &Candidate, now: Millis) -> f64 {
         + 0.05 * frequency.min(1.0)
 }
 
+/// How many of each side's best candidates (closest in meaning; best by words) go into
+/// the block before the fused order fills the rest, so neither side starves the other.
+/// `HEARTH_BLOCK_RESERVE` overrides it for experiments (0 turns it off).
+pub const BLOCK_RESERVE: usize = 20;
+
+/// How many candidates each side offers the block (the union is up to twice this).
+/// Among 10,000 memories mostly about other people, 50 a side were all theirs.
+/// `HEARTH_BLOCK_POOL` overrides it for experiments.
+pub const BLOCK_POOL: usize = 100;
+
+fn block_pool() -> usize {
+    static POOL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *POOL.get_or_init(|| {
+        std::env::var("HEARTH_BLOCK_POOL")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .filter(|w: &usize| (CANDIDATES..=2_000).contains(w))
+            .unwrap_or(BLOCK_POOL)
+    })
+}
+
+fn block_reserve() -> usize {
+    static RESERVE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *RESERVE.get_or_init(|| {
+        std::env::var("HEARTH_BLOCK_RESERVE")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .filter(|w: &usize| *w <= CANDIDATES)
+            .unwrap_or(BLOCK_RESERVE)
+    })
+}
+
+/// Moves the `n` closest in meaning and the `n` best by words (discounted like the fused
+/// relevance, see [`Subject`]) to the front, each group keeping the score order.
+fn reserve_each_side(rest: &mut Vec<Candidate>, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let mut by_meaning: Vec<(usize, f64)> = rest
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.similarity.map(|s| (i, s * c.subject_weight)))
+        .collect();
+    by_meaning.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut by_words: Vec<(usize, usize)> = rest
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.lexical_rank.map(|r| (i, r)))
+        .collect();
+    by_words.sort_by_key(|(_, r)| *r);
+    let mut front = vec![false; rest.len()];
+    for (i, _) in by_meaning.iter().take(n) {
+        front[*i] = true;
+    }
+    for (i, _) in by_words.iter().take(n) {
+        front[*i] = true;
+    }
+    let (mut first, mut later) = (Vec::new(), Vec::new());
+    for (i, c) in rest.drain(..).enumerate() {
+        if front[i] {
+            first.push(c)
+        } else {
+            later.push(c)
+        }
+    }
+    first.extend(later);
+    *rest = first;
+}
+
 /// The block and what went into it.
 #[derive(Debug, Clone, Default)]
 pub struct Block {
@@ -398,12 +599,15 @@ pub fn build(
 ) -> Result<Block> {
     let now = now_millis();
     let always = memories.always_in()?;
-    let mut rest = memories.search(message, query_vector, Mode::Hybrid, CANDIDATES)?;
+    // The whole union of both sides' candidates: truncating it by fused relevance first
+    // would let a side with many weak matches starve the other.
+    let mut rest = memories.search(message, query_vector, Mode::Hybrid, block_pool())?;
     if rest.len() < 10 {
         rest.extend(memories.background(20)?);
     }
     rest.retain(|c| !c.pinned && !c.critical);
     rest.sort_by(|a, b| score(b, now).total_cmp(&score(a, now)));
+    reserve_each_side(&mut rest, block_reserve());
     let mut block = Block::default();
     let mut used = 0u32;
     let mut lines = Vec::new();
@@ -487,5 +691,62 @@ impl MemorySource for MemoryBlockSource {
         }
         self.memories.touch(block.ids)?;
         Ok(Some(block.text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_about_another_named_person_is_discounted_unless_the_request_names_them() {
+        assert_eq!(
+            Subject::other_person("User's colleague Dmitri has a beagle named Biscuit."),
+            Some(("colleague", "Dmitri"))
+        );
+        assert_eq!(
+            Subject::other_person("User's old schoolmate Ines works as a chef."),
+            Some(("old schoolmate", "Ines"))
+        );
+        // The household, a role without a name and the user's own facts are not discounted.
+        for text in [
+            "User's daughter Lena is six years old.",
+            "User's brother Marco lives in Toronto.",
+            "User's manager is Priya, who prefers updates in writing.",
+            "User has a border collie named Pixel.",
+            "Lena attends Riverside Primary.",
+        ] {
+            assert_eq!(Subject::other_person(text), None, "{text}");
+        }
+        let about_me = Subject::of_query("How often should I brush my dog?");
+        let dmitri = "User's colleague Dmitri has a beagle named Biscuit.";
+        assert!(about_me.weight(dmitri) < 1.0);
+        assert_eq!(
+            about_me.weight("User has a border collie named Pixel."),
+            1.0
+        );
+        assert_eq!(
+            Subject::of_query("Does Dmitri's dog shed?").weight(dmitri),
+            1.0
+        );
+        assert_eq!(
+            Subject::of_query("What dog does my colleague have?").weight(dmitri),
+            1.0
+        );
+    }
+
+    #[test]
+    fn fusion_settings_parse_or_are_refused() {
+        assert_eq!(
+            Fusion::parse("rrf:w=0.5"),
+            Some(Fusion::Rrf { vector_weight: 0.5 })
+        );
+        assert!(matches!(
+            Fusion::parse("calibrated:floor=0.1"),
+            Some(Fusion::Calibrated { floor, .. }) if floor == 0.1
+        ));
+        assert_eq!(Fusion::parse("calibrated:w=1"), None);
+        assert_eq!(Fusion::parse("rrf:w=inf"), None);
+        assert_eq!(Fusion::parse("magic"), None);
     }
 }

@@ -68,6 +68,8 @@ pub struct ProfileReport {
     pub mrr: f64,
     /// Keys of the requests whose memory was not in the block, in file order.
     pub misses: Vec<String>,
+    /// Every request's outcome, in file order.
+    pub requests: Vec<RequestOutcome>,
     /// Profile memories and generated distractors in the store.
     pub memories: usize,
     pub distractors: usize,
@@ -76,6 +78,16 @@ pub struct ProfileReport {
     pub block_size_mean: f64,
     /// The embedding model used, or `null` when search was keyword-only.
     pub search_model: Option<String>,
+}
+
+/// One request's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestOutcome {
+    pub key: String,
+    /// Whether its memory was in the block.
+    pub in_block: bool,
+    /// Its memory's rank in search (1 best), `null` when search did not list it.
+    pub rank: Option<usize>,
 }
 
 fn bad(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
@@ -196,6 +208,7 @@ pub fn run(
     let encoding = Encoding::for_model("gpt-4o-mini");
     let (mut hits, mut r1, mut r5, mut mrr, mut carried) = (0usize, 0usize, 0usize, 0.0, 0usize);
     let mut misses = Vec::new();
+    let mut requests = Vec::new();
     for (key, request) in &set.queries {
         let vector = match embedder {
             Some(e) => e.embed(&[request.as_str()])?.pop(),
@@ -207,17 +220,24 @@ pub fn run(
         let id = ids.get(key).map(String::as_str).unwrap_or("");
         let built = block::build(&memories, request, v, budget, encoding)?;
         carried += built.ids.len();
-        if built.ids.iter().any(|i| i == id) {
+        let in_block = built.ids.iter().any(|i| i == id);
+        if in_block {
             hits += 1;
         } else {
             misses.push(key.clone());
         }
         let listed = memories.search_listed(request, v)?;
-        if let Some(rank) = listed.iter().position(|c| c.id == id) {
+        let rank = listed.iter().position(|c| c.id == id);
+        if let Some(rank) = rank {
             r1 += usize::from(rank == 0);
             r5 += usize::from(rank < 5);
             mrr += 1.0 / (rank as f64 + 1.0);
         }
+        requests.push(RequestOutcome {
+            key: key.clone(),
+            in_block,
+            rank: rank.map(|r| r + 1),
+        });
     }
     let n = set.queries.len();
     let frac = |k: usize| k as f64 / n as f64;
@@ -228,6 +248,7 @@ pub fn run(
         r5: frac(r5),
         mrr: mrr / n as f64,
         misses,
+        requests,
         memories: set.memories.len() + distractors,
         distractors,
         block_budget: budget,

@@ -153,6 +153,12 @@ impl Store {
             }
             migrations::migrate_to(&mut conn, migrations::LATEST)
                 .map_err(|e| Error::sqlite(e, &db_path))?;
+            // Every write transaction takes the write lock when it begins, so it waits
+            // (busy_timeout) for another process's writer instead of failing with `locked`
+            // when a deferred transaction that has read tries to write over a newer commit
+            // (SQLite gives up at once there: SQLITE_BUSY_SNAPSHOT). Two `hearth` processes
+            // learning at once hit it.
+            conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
             tracing::info!(backend = %sidecar.key_backend, "store opened");
             Ok(Store {
                 inner: Arc::new(Inner {

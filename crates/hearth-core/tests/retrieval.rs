@@ -1,0 +1,211 @@
+//! The memory block and memory search on the real model (all-MiniLM-L6-v2) among hundreds
+//! of generated memories about other people (issue 10): a memory that shares no word with
+//! the request still reaches the block; an exact identifier still wins search; critical
+//! and pinned memories are always in, within the budget.
+//!
+//! Needs the model on disk: `scripts/fetch-model.sh`, or `HEARTH_EMBED_MODEL_DIR`.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use hearth_core::embed::{Embedder, LocalEmbedder, ModelSource};
+use hearth_core::memory::block::{self, Mode};
+use hearth_core::memory::profile::distractor_memories;
+use hearth_core::memory::{Actor, Kind, Memories, NewMemory};
+use hearth_core::store::{OpenOptions, Store};
+use hearth_core::tokens::Encoding;
+use hearth_core::{DataDir, KeyBackend};
+
+const BUDGET: u32 = 1_000;
+
+fn embedder() -> &'static LocalEmbedder {
+    static EMBEDDER: OnceLock<LocalEmbedder> = OnceLock::new();
+    EMBEDDER.get_or_init(|| {
+        let dir = std::env::var_os("HEARTH_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".cache/hearth-models/minilm"))
+            })
+            .expect("HEARTH_EMBED_MODEL_DIR or HOME");
+        LocalEmbedder::new(ModelSource::dir(dir))
+    })
+}
+
+struct World {
+    _tmp: tempfile::TempDir,
+    memories: Memories,
+}
+
+/// A store with `own` (the user's memories, first) and `distractors` generated memories
+/// about other people, every one with its vector. Returns the ids of `own` in order.
+fn world(own: &[(&str, Kind)], distractors: usize) -> (World, Vec<String>) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut opts = OpenOptions::new(DataDir::new(tmp.path().join("d")));
+    opts.new_key_backend = KeyBackend::File;
+    let memories = Memories::new(Store::open(&opts).expect("open"));
+    let ids = own
+        .iter()
+        .map(|(text, kind)| {
+            memories
+                .add(NewMemory::manual(*text, *kind), Actor::User)
+                .expect("add")
+                .id
+        })
+        .collect();
+    for (kind, text) in distractor_memories(distractors) {
+        memories
+            .add(NewMemory::manual(text, kind), Actor::Import)
+            .expect("add");
+    }
+    while memories.embed_pending(embedder(), 256).expect("embed") > 0 {}
+    (
+        World {
+            _tmp: tmp,
+            memories,
+        },
+        ids,
+    )
+}
+
+fn vector(text: &str) -> Vec<f32> {
+    embedder()
+        .embed(&[text])
+        .expect("embed")
+        .pop()
+        .expect("one")
+}
+
+fn block_for(w: &World, request: &str, with_vector: bool) -> block::Block {
+    let v = vector(request);
+    let model = embedder().model_id().to_owned();
+    block::build(
+        &w.memories,
+        request,
+        with_vector.then_some((model.as_str(), v.as_slice())),
+        BUDGET,
+        Encoding::O200kBase,
+    )
+    .expect("block")
+}
+
+#[test]
+fn a_memory_sharing_no_word_with_the_request_reaches_the_block_among_400_distractors() {
+    let (w, ids) = world(
+        &[
+            (
+                "User is trying to eat more protein to support climbing.",
+                Kind::Preference,
+            ),
+            (
+                "User commutes by e-bike and does not own a car.",
+                Kind::Fact,
+            ),
+            ("User's daughter Lena is six years old.", Kind::Fact),
+        ],
+        400,
+    );
+    let request = "Give me a snack idea after training.";
+    // Precondition: no word in common, so keywords alone leave it out of the block (the
+    // distractors' "training for the Berlin marathon" fill it instead).
+    let lexical = w
+        .memories
+        .search(request, None, Mode::Bm25, 200)
+        .expect("search");
+    assert!(
+        lexical.iter().all(|c| c.id != ids[0]),
+        "BM25 must not find it"
+    );
+    assert!(
+        !block_for(&w, request, false).ids.contains(&ids[0]),
+        "keywords alone leave it out of the block"
+    );
+    // Hybrid: its meaning brings it in.
+    let hybrid = block_for(&w, request, true);
+    assert!(
+        hybrid.ids.contains(&ids[0]),
+        "the block lacks the protein memory: {}",
+        hybrid.text
+    );
+}
+
+#[test]
+fn an_exact_identifier_wins_search_over_memories_close_in_meaning() {
+    let mut own: Vec<(String, Kind)> = vec![(
+        "The flaky nightly export failure is tracked as ERR-4471.".into(),
+        Kind::Fact,
+    )];
+    for (i, what) in [
+        "The nightly export failed again because the disk filled up",
+        "The export job is flaky when the warehouse is slow at night",
+        "Nightly exports sometimes fail after a schema change",
+        "The failing export was retried and succeeded the next morning",
+        "ERR-4417 is the ticket for the login timeout",
+        "ERR-4470 tracked the broken dashboard colours",
+        "The export pipeline's flaky failures worry the on-call engineer",
+        "User wants the nightly export failures fixed before the audit",
+    ]
+    .iter()
+    .enumerate()
+    {
+        own.push((format!("{what} (note {i})."), Kind::Fact));
+    }
+    let refs: Vec<(&str, Kind)> = own.iter().map(|(t, k)| (t.as_str(), *k)).collect();
+    let (w, ids) = world(&refs, 400);
+    let request = "Any update on ERR-4471?";
+    let v = vector(request);
+    let model = embedder().model_id().to_owned();
+    let listed = w
+        .memories
+        .search_listed(request, Some((model.as_str(), v.as_slice())))
+        .expect("search");
+    assert_eq!(
+        listed.first().map(|c| c.id.as_str()),
+        Some(ids[0].as_str()),
+        "first: {:?}",
+        listed.iter().take(3).map(|c| &c.text).collect::<Vec<_>>()
+    );
+    assert!(block_for(&w, request, true).ids.first() == Some(&ids[0]));
+}
+
+#[test]
+fn critical_and_pinned_memories_are_always_in_the_block_and_the_budget_holds() {
+    let (w, ids) = world(
+        &[
+            (
+                "User is allergic to peanuts and carries an EpiPen.",
+                Kind::Fact,
+            ),
+            ("Answer briefly unless asked for detail.", Kind::Instruction),
+            ("User is lactose intolerant.", Kind::Fact),
+        ],
+        400,
+    );
+    w.memories.set_critical(&ids[0], true).expect("critical");
+    w.memories.set_pinned(&ids[1], true).expect("pin");
+    w.memories.set_critical(&ids[2], true).expect("critical");
+    // A request about something else entirely, with many matching distractors.
+    for request in [
+        "Which marathon should my colleague run in the autumn?",
+        "hello",
+    ] {
+        let block = block_for(&w, request, true);
+        for id in &ids {
+            assert!(block.ids.contains(id), "{request}: {id} missing");
+        }
+        // Critical first, then pinned, then the rest.
+        let mut first_two = block.ids[..2].to_vec();
+        first_two.sort();
+        let mut critical = vec![ids[0].clone(), ids[2].clone()];
+        critical.sort();
+        assert_eq!(first_two, critical);
+        assert_eq!(block.ids[2], ids[1]);
+        let tokens: u32 = block
+            .text
+            .lines()
+            .map(|l| Encoding::O200kBase.count(l) as u32 + 1)
+            .sum();
+        assert!(tokens <= BUDGET, "{tokens} tokens");
+        assert!(block.ids.len() > 10, "the rest of the budget is used");
+    }
+}
