@@ -23,6 +23,7 @@ pub mod eval;
 pub mod extract;
 pub mod profile;
 pub mod proposals;
+pub mod rank;
 pub mod transfer;
 
 mod model;
