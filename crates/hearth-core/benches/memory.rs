@@ -58,18 +58,25 @@ fn bench(c: &mut Criterion) {
     let query = unit(&mut rng);
     let enc = Encoding::O200kBase;
     enc.count("warm up");
-    c.bench_function("memory_block_from_10k_memories", |b| {
-        b.iter(|| {
-            block::build(
-                &memories,
-                "Which jazz bars in Lisbon should I try this weekend?",
-                Some(("bench-model", &query)),
-                1_000,
-                enc,
-            )
-            .expect("block")
-        })
-    });
+    // The chat's memory source searches vectors in process; one-off readers ask vec0.
+    let in_process = memories.clone().with_vector_index();
+    for (name, memories) in [
+        ("memory_block_from_10k_memories", &in_process),
+        ("memory_block_from_10k_memories_vec0", &memories),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                block::build(
+                    memories,
+                    "Which jazz bars in Lisbon should I try this weekend?",
+                    Some(("bench-model", &query)),
+                    1_000,
+                    enc,
+                )
+                .expect("block")
+            })
+        });
+    }
 }
 
 criterion_group! {

@@ -115,13 +115,16 @@ impl Hearth {
         if let Err(e) = sweep_dead_turns(&store, liveness.as_ref().map(|l| l.id.as_str())) {
             tracing::warn!(error = %e, "could not look for turns of processes that died");
         }
+        if let Err(e) = crate::memory::Memories::new(store.clone()).upgrade_vector_tables() {
+            tracing::warn!(error = %e, "could not move memory vectors to the partitioned table");
+        }
         let choice: EmbeddingChoice = store
             .setting(crate::embed::CHOICE_SETTING)?
             .unwrap_or_default();
         let embedder = EmbedderSlot::new(embedder_for(&store, &llm, &choice));
         let sources = crate::chat::Sources {
             memory: Some(Arc::new(crate::memory::block::MemoryBlockSource::new(
-                crate::memory::Memories::new(store.clone()),
+                crate::memory::Memories::new(store.clone()).with_vector_index(),
                 embedder.clone(),
             ))),
             retrieval: None,

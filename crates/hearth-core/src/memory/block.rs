@@ -9,12 +9,13 @@
 
 use std::collections::HashMap;
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 pub use super::rank::{
     BLOCK_POOL, BLOCK_RESERVE, Fusion, OTHER_PERSON_WEIGHT, RRF_K, Subject, VECTOR_WEIGHT,
 };
 use super::rank::{block_pool, block_reserve, reserve_each_side};
+use super::vectors::{TABLE_PREFIX, table_exists};
 use super::{Kind, Memories, fts_query};
 use crate::Result;
 use crate::context::MemorySource;
@@ -58,11 +59,12 @@ pub struct Candidate {
     pub relevance: f64,
     /// Found by its words (the full-text index).
     pub lexical: bool,
-    /// Its rank among the full-text matches (0 best) and its BM25 score (higher is better).
+    /// Its rank among the full-text matches (0 best; by BM25 discounted by subject, see
+    /// [`Subject`]) and its BM25 score (higher is better).
     pub lexical_rank: Option<usize>,
     pub bm25: Option<f64>,
-    /// Its rank among the vector index's nearest neighbours (0 best) and its cosine
-    /// similarity to the query vector.
+    /// Its rank among the vector index's nearest neighbours (0 best; by cosine discounted
+    /// by subject) and its cosine similarity to the query vector.
     pub vector_rank: Option<usize>,
     pub similarity: Option<f64>,
     /// 1, or less for a memory about another person the query does not name ([`Subject`]).
@@ -123,51 +125,113 @@ impl Memories {
             })
         };
         let pool = k.max(CANDIDATES);
+        let index = self.vector_index.clone();
         let mut ranked = self.store().read_blocking(move |c| {
             let mut found: HashMap<i64, Candidate> = HashMap::new();
             if let Some(q) = fts {
-                let mut stmt = c.prepare(&format!(
-                    "SELECT {CANDIDATE_COLUMNS}, bm25(memories_fts) AS score FROM memories_fts f
-                     JOIN memories m ON m.n = f.rowid
-                     WHERE memories_fts MATCH ?1 AND m.status = 'active' ORDER BY score LIMIT ?2"
+                // Rank inside FTS5 first and look up only the best rows: joining every
+                // match (thousands for a common word) cost more than the rest of the block.
+                // Removed memories stay in the index, so the window widens until `pool`
+                // active ones are found or the matches run out.
+                let mut matches = c.prepare_cached(
+                    "SELECT rowid, -bm25(memories_fts) FROM memories_fts
+                     WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+                )?;
+                let mut active = c.prepare_cached(&format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.n = ?1 AND m.status = 'active'"
                 ))?;
-                let rows = stmt.query_map(params![q, pool as i64], |r| {
-                    Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
-                })?;
-                for (rank, row) in rows.enumerate() {
-                    let ((n, cand), score) = row?;
-                    let c = found.entry(n).or_insert(cand);
-                    c.lexical = true;
-                    c.lexical_rank = Some(rank);
-                    // FTS5's bm25() is negative, lower is better.
-                    c.bm25 = Some(-score);
+                let mut window = pool * 2;
+                loop {
+                    let rows: Vec<(i64, f64)> = matches
+                        .query_map(params![q, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    let exhausted = rows.len() < window;
+                    found.clear();
+                    let mut rank = 0;
+                    for (n, score) in rows {
+                        if rank == pool {
+                            break;
+                        }
+                        if let Some((n, mut cand)) =
+                            active.query_row(params![n], row_to_candidate).optional()?
+                        {
+                            cand.lexical = true;
+                            cand.lexical_rank = Some(rank);
+                            cand.bm25 = Some(score);
+                            found.insert(n, cand);
+                            rank += 1;
+                        }
+                    }
+                    if rank == pool || exhausted {
+                        break;
+                    }
+                    window *= 4;
                 }
             }
             if let Some((model, dims, blob)) = vec {
-                let table = format!("memory_vec_{dims}");
-                let exists: bool = c.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
-                    [&table],
-                    |r| r.get(0),
-                )?;
-                if exists {
-                    // vec0 cannot filter by status or model, so ask for more and filter.
-                    let mut stmt = c.prepare(&format!(
-                        "SELECT {CANDIDATE_COLUMNS}, v.distance FROM (SELECT rowid, distance FROM {table}
-                            WHERE embedding MATCH ?1 AND k = ?2) v
-                         JOIN memories m ON m.n = v.rowid
-                         WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
-                    ))?;
-                    let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], |r| {
-                        Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
-                    })?;
-                    for (rank, row) in rows.take(pool).enumerate() {
-                        let ((n, cand), distance) = row?;
-                        let c = found.entry(n).or_insert(cand);
-                        c.vector_rank = Some(rank);
-                        // vec0's cosine distance is 1 − cosine similarity.
-                        c.similarity = Some(1.0 - distance);
+                let mut near: Vec<((i64, Candidate), f64)> = Vec::new();
+                let table = format!("{TABLE_PREFIX}{dims}");
+                let partitioned = table_exists(c, &table)?;
+                // vec0 cannot filter by status or model, so each side asks for more and
+                // filters.
+                let in_process = match (&index, vector) {
+                    (Some(index), Some((_, query))) if partitioned => {
+                        index.nearest(c, &table, dims, query, pool * 2)?
                     }
+                    _ => None,
+                };
+                if let Some(sides) = in_process {
+                    let mut stmt = c.prepare_cached(&format!(
+                        "SELECT {CANDIDATE_COLUMNS} FROM memories m
+                         WHERE m.n = ?1 AND m.status = 'active' AND m.embed_model = ?2"
+                    ))?;
+                    for side in sides {
+                        let mut taken = 0;
+                        for (n, distance) in side {
+                            if taken == pool {
+                                break;
+                            }
+                            if let Some(row) = stmt
+                                .query_row(params![n, model], row_to_candidate)
+                                .optional()?
+                            {
+                                near.push((row, distance));
+                                taken += 1;
+                            }
+                        }
+                    }
+                } else {
+                    // Each partition (memories about the user; about other named people)
+                    // offers its own nearest neighbours, ranked together by distance.
+                    let old = format!("memory_vec_{dims}");
+                    let (table, partitions): (String, &[&str]) = if partitioned {
+                        (table, &["AND about_other = 0", "AND about_other = 1"])
+                    } else if table_exists(c, &old)? {
+                        (old, &[""])
+                    } else {
+                        (table, &[])
+                    };
+                    for partition in partitions {
+                        let mut stmt = c.prepare_cached(&format!(
+                            "SELECT {CANDIDATE_COLUMNS}, v.distance FROM (SELECT rowid, distance FROM {table}
+                                WHERE embedding MATCH ?1 AND k = ?2 {partition}) v
+                             JOIN memories m ON m.n = v.rowid
+                             WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
+                        ))?;
+                        let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], |r| {
+                            Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
+                        })?;
+                        for row in rows.take(pool) {
+                            near.push(row?);
+                        }
+                    }
+                }
+                near.sort_by(|a, b| a.1.total_cmp(&b.1));
+                for (rank, ((n, cand), distance)) in near.into_iter().enumerate() {
+                    let c = found.entry(n).or_insert(cand);
+                    c.vector_rank = Some(rank);
+                    // vec0's cosine distance is 1 − cosine similarity.
+                    c.similarity = Some(1.0 - distance);
                 }
             }
             Ok(found.into_values().collect::<Vec<_>>())
@@ -177,6 +241,9 @@ impl Memories {
         let subject = Subject::of_query(query);
         for c in &mut ranked {
             c.subject_weight = subject.weight(&c.text);
+        }
+        rank_discounted(&mut ranked);
+        for c in &mut ranked {
             c.relevance = fusion.relevance(c, best_bm25) * c.subject_weight;
         }
         // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
@@ -212,7 +279,9 @@ impl Memories {
     pub fn always_in(&self) -> Result<Vec<Candidate>> {
         self.store().read_blocking(|c| {
             let mut stmt = c.prepare(&format!(
-                "SELECT {CANDIDATE_COLUMNS} FROM memories m
+                // Named: without statistics the planner takes the status index and reads
+                // every active memory (a third of the block's time at 10,000).
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m INDEXED BY memories_always_in
                  WHERE m.status = 'active' AND (m.critical = 1 OR m.pinned = 1)
                  ORDER BY m.critical DESC, m.importance DESC, m.updated_at DESC"
             ))?;
@@ -231,6 +300,29 @@ impl Memories {
             let rows = stmt.query_map([limit as i64], row_to_candidate)?;
             rows.map(|r| r.map(|(_, c)| c)).collect()
         })
+    }
+}
+
+/// Each side's ranks over its evidence discounted by subject: a memory about someone else
+/// the request does not name ranks behind the user's own that are nearly as close.
+fn rank_discounted(found: &mut [Candidate]) {
+    let mut by_words: Vec<(usize, f64)> = found
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.bm25.map(|b| (i, b * c.subject_weight)))
+        .collect();
+    by_words.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (rank, (i, _)) in by_words.into_iter().enumerate() {
+        found[i].lexical_rank = Some(rank);
+    }
+    let mut by_meaning: Vec<(usize, f64)> = found
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.similarity.map(|s| (i, s * c.subject_weight)))
+        .collect();
+    by_meaning.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (rank, (i, _)) in by_meaning.into_iter().enumerate() {
+        found[i].vector_rank = Some(rank);
     }
 }
 
@@ -397,8 +489,26 @@ mod tests {
             Subject::other_person("User's old schoolmate Ines works as a chef."),
             Some(("old schoolmate", "Ines"))
         );
+        // Someone else's household and compounds are other people.
+        for (text, relation) in [
+            (
+                "User's landlady's son Bruno has a dachshund.",
+                "landlady's son",
+            ),
+            (
+                "User's climbing partner Zara takes an inhaler.",
+                "climbing partner",
+            ),
+            (
+                "User's team lead's partner Wen volunteers.",
+                "team lead's partner",
+            ),
+        ] {
+            assert_eq!(Subject::other_person(text).map(|o| o.0), Some(relation));
+        }
         // The household, a role without a name and the user's own facts are not discounted.
         for text in [
+            "User's older brother Marco is a pilot.",
             "User's daughter Lena is six years old.",
             "User's brother Marco lives in Toronto.",
             "User's manager is Priya, who prefers updates in writing.",

@@ -218,7 +218,7 @@ pub fn run(
     for conv in conversations {
         let mut opts = OpenOptions::new(DataDir::new(work.join(format!("locomo-{}", conv.id))));
         opts.new_key_backend = KeyBackend::File;
-        let memories = Memories::new(Store::open(&opts)?);
+        let memories = Memories::new(Store::open(&opts)?).with_vector_index();
         let mut by_memory: HashMap<String, String> = HashMap::new();
         for (dia, text, at) in &conv.turns {
             let mut new = NewMemory::manual(text.clone(), Kind::Episode);

@@ -26,11 +26,13 @@ pub mod proposals;
 pub mod rank;
 pub mod transfer;
 
+mod distractors;
 mod model;
 mod rows;
 mod settings;
 #[cfg(test)]
 mod tests;
+mod vector_index;
 mod vectors;
 
 pub use model::*;
@@ -48,11 +50,24 @@ use crate::{Error, Result};
 #[derive(Clone)]
 pub struct Memories {
     store: Store,
+    /// The block's in-process nearest-neighbour search, for long-lived readers.
+    vector_index: Option<std::sync::Arc<vector_index::VectorIndex>>,
 }
 
 impl Memories {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            vector_index: None,
+        }
+    }
+
+    /// The same, searching vectors in process (a copy of the vector table kept while no
+    /// process changes a vector): for a reader that searches again and again — the chat's
+    /// memory source, the evaluations.
+    pub fn with_vector_index(mut self) -> Self {
+        self.vector_index = Some(Default::default());
+        self
     }
 
     pub fn store(&self) -> &Store {

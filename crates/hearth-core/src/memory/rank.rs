@@ -181,6 +181,28 @@ const NOT_RELATION: &[&str] = &[
     "to", "for", "with", "from", "by", "not", "never", "always",
 ];
 
+/// Words that leave a household relation one ("older brother", "little sister").
+const HOUSEHOLD_MODIFIERS: &[&str] = &[
+    "older", "younger", "elder", "little", "big", "baby", "twin", "eldest", "youngest",
+];
+
+/// The user's own household: one household word, perhaps with a modifier. Not someone
+/// else's ("landlady's son", "team lead's partner") nor a compound ("climbing partner",
+/// "business partner").
+fn is_household(relation: &str) -> bool {
+    let mut words = relation.split(' ').filter(|w| !w.is_empty()).peekable();
+    while words
+        .peek()
+        .is_some_and(|w| HOUSEHOLD_MODIFIERS.contains(w))
+    {
+        words.next();
+    }
+    match (words.next(), words.next()) {
+        (Some(head), None) => HOUSEHOLD.contains(&head),
+        _ => false,
+    }
+}
+
 impl Subject {
     /// The request's words (lower case), to see whom it names.
     pub fn of_query(query: &str) -> Self {
@@ -213,8 +235,7 @@ impl Subject {
                     return None;
                 }
                 let relation = rest[..relation_end].trim_end();
-                let head = relation.rsplit(' ').next().unwrap_or(relation);
-                if HOUSEHOLD.contains(&head) {
+                if is_household(relation) {
                     return None;
                 }
                 let name = word.trim_end_matches(|c: char| !c.is_alphanumeric());

@@ -83,7 +83,7 @@ fn a_users_delete_leaves_no_trace_in_the_index_the_history_or_the_file() {
     assert_eq!(memories.get(&m.id).expect("get"), None);
     assert_eq!(vocab_count(&store, marker), 0, "gone from the FTS index");
     let vectors: i64 = store
-        .read_blocking(|c| c.query_row("SELECT count(*) FROM memory_vec_3", [], |r| r.get(0)))
+        .read_blocking(|c| c.query_row("SELECT count(*) FROM memory_vectors_3", [], |r| r.get(0)))
         .expect("vectors");
     assert_eq!(vectors, 0, "its vector is gone");
     let history = memories.history(&m.id).expect("history");
@@ -327,4 +327,235 @@ fn export_then_forget_everything_then_import_gives_the_same_memories() {
         memories.import_jsonl("{\"nope\": 1}\n".as_bytes()),
         Err(Error::InvalidInput(_))
     ));
+}
+
+/// A direction in 4 dimensions, `t` of the way from the query's to an orthogonal one.
+fn toward(t: f32) -> Vec<f32> {
+    let (a, b) = (1.0 - t, t);
+    let norm = (a * a + b * b).sqrt();
+    vec![a / norm, b / norm, 0.0, 0.0]
+}
+
+#[test]
+fn memories_about_other_people_cannot_crowd_the_users_own_out_of_the_candidates() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let memories = Memories::new(open(tmp.path()));
+    // 300 memories about other people, every one closer to the request than the user's.
+    for i in 0..300 {
+        let m = memories
+            .add(
+                NewMemory::manual(
+                    format!("User's colleague Dmitri{i} keeps a tidy desk number {i}."),
+                    Kind::Fact,
+                ),
+                Actor::User,
+            )
+            .expect("add");
+        memories
+            .set_vector(&m.id, "m", &toward(0.01 + i as f32 * 0.001))
+            .expect("vector");
+    }
+    let own = memories
+        .add(
+            NewMemory::manual("User has a border collie named Pixel.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("add");
+    memories
+        .set_vector(&own.id, "m", &toward(0.6))
+        .expect("vector");
+    let query = toward(0.0);
+    let found = memories
+        .search(
+            "How often should I brush my dog?",
+            Some(("m", &query)),
+            block::Mode::Vector,
+            100,
+        )
+        .expect("search");
+    let rank = found.iter().position(|c| c.id == own.id);
+    // Without its own partition it is not even a candidate: the 200 nearest are all Dmitris.
+    assert!(
+        rank.is_some(),
+        "the user's own memory is among the candidates"
+    );
+    // And the others, about someone the request does not name, rank behind it.
+    assert_eq!(
+        rank,
+        Some(0),
+        "{:?}",
+        found.iter().take(3).map(|c| &c.text).collect::<Vec<_>>()
+    );
+    assert_eq!(found[0].vector_rank, Some(0));
+}
+
+#[test]
+fn vectors_of_the_older_unpartitioned_layout_are_moved_and_still_found() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(tmp.path());
+    let memories = Memories::new(store.clone());
+    let own = memories
+        .add(
+            NewMemory::manual("User has a border collie named Pixel.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("add");
+    let other = memories
+        .add(
+            NewMemory::manual(
+                "User's colleague Dmitri has a beagle named Biscuit.",
+                Kind::Fact,
+            ),
+            Actor::User,
+        )
+        .expect("add");
+    // The layout of earlier releases: one table, no partition.
+    let (a, b) = (own.id.clone(), other.id.clone());
+    let blob = |v: Vec<f32>| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
+    let (va, vb) = (blob(toward(0.1)), blob(toward(0.2)));
+    store
+        .write_blocking(move |c| {
+            c.execute_batch(
+                "CREATE VIRTUAL TABLE memory_vec_4 USING vec0 (embedding float[4] distance_metric=cosine)",
+            )?;
+            for (id, v) in [(a, va), (b, vb)] {
+                c.execute(
+                    "INSERT INTO memory_vec_4 (rowid, embedding) SELECT n, ?2 FROM memories WHERE id = ?1",
+                    rusqlite::params![id, v],
+                )?;
+                c.execute("UPDATE memories SET embed_model = 'm' WHERE id = ?1", [id])?;
+            }
+            Ok(())
+        })
+        .expect("old layout");
+    let query = toward(0.0);
+    let search = || {
+        memories
+            .search("anything", Some(("m", &query)), block::Mode::Vector, 10)
+            .expect("search")
+            .into_iter()
+            .map(|c| c.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        search(),
+        [own.id.clone(), other.id.clone()],
+        "read before the move"
+    );
+    assert_eq!(memories.upgrade_vector_tables().expect("upgrade"), 1);
+    assert_eq!(memories.upgrade_vector_tables().expect("again"), 0, "once");
+    assert_eq!(
+        search(),
+        [own.id.clone(), other.id.clone()],
+        "read after the move"
+    );
+    let tables: Vec<String> = store
+        .read_blocking(|c| {
+            let mut s = c.prepare(
+                "SELECT name FROM sqlite_master WHERE name GLOB 'memory_vec*_4' ORDER BY name",
+            )?;
+            let rows = s.query_map([], |r| r.get(0))?;
+            rows.collect()
+        })
+        .expect("tables");
+    assert_eq!(tables, ["memory_vectors_4"]);
+}
+
+#[test]
+fn in_process_vector_search_ranks_as_vec0_and_sees_a_vector_another_process_wrote() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let plain = Memories::new(open(tmp.path()));
+    let indexed = Memories::new(open(tmp.path())).with_vector_index();
+    let mut ids = Vec::new();
+    for (i, text) in [
+        "User has a border collie named Pixel.",
+        "User's colleague Dmitri has a beagle named Biscuit.",
+        "User is training for a half marathon.",
+        "User's neighbour Ines keeps bees.",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let m = plain
+            .add(NewMemory::manual(text, Kind::Fact), Actor::User)
+            .expect("add");
+        plain
+            .set_vector(&m.id, "m", &toward(0.1 + i as f32 * 0.2))
+            .expect("vector");
+        ids.push(m.id);
+    }
+    let query = toward(0.0);
+    let ranked = |m: &Memories| {
+        m.search("anything", Some(("m", &query)), block::Mode::Vector, 10)
+            .expect("search")
+            .into_iter()
+            .map(|c| (c.id, (c.similarity.unwrap_or(-1.0) * 1e4).round()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ranked(&indexed),
+        ranked(&plain),
+        "the same order and similarities"
+    );
+    assert_eq!(ranked(&indexed).len(), 4);
+    // A memory and its vector written through another connection (as the CLI would while
+    // the app runs), then a vector changed: the next search sees both.
+    let late = plain
+        .add(
+            NewMemory::manual("User keeps a bonsai.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("add");
+    plain
+        .set_vector(&late.id, "m", &toward(0.0))
+        .expect("vector");
+    assert_eq!(
+        ranked(&indexed)[0].0,
+        late.id,
+        "the new vector is found at once"
+    );
+    plain
+        .set_vector(&late.id, "m", &toward(0.95))
+        .expect("vector");
+    assert_eq!(ranked(&indexed), ranked(&plain), "a changed vector too");
+    assert!(plain.delete(&ids[0]).expect("delete"));
+    assert_eq!(ranked(&indexed), ranked(&plain), "and a deleted memory");
+    assert_eq!(ranked(&indexed).len(), 4);
+}
+
+#[test]
+fn removed_memories_that_match_better_cannot_hide_an_active_one_from_keyword_search() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let memories = Memories::new(open(tmp.path()));
+    // The index keeps removed memories (restorable); they rank first by their words.
+    for i in 0..(block::CANDIDATES * 3) {
+        let m = memories
+            .add(
+                NewMemory::manual(format!("oboe oboe oboe lesson {i}"), Kind::Episode),
+                Actor::User,
+            )
+            .expect("add");
+        assert!(
+            memories
+                .remove(&m.id, Actor::Assistant, None)
+                .expect("remove")
+        );
+    }
+    let active = memories
+        .add(
+            NewMemory::manual(
+                "User is saving up for a second-hand oboe and practises scales every evening before dinner.",
+                Kind::Fact,
+            ),
+            Actor::User,
+        )
+        .expect("add");
+    let found = memories
+        .search("oboe", None, block::Mode::Bm25, 10)
+        .expect("search");
+    assert_eq!(
+        found.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        [active.id.as_str()],
+        "only the active memory is listed, found past the removed ones"
+    );
 }

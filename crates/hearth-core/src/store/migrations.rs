@@ -79,6 +79,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "job leases and lanes",
         sql: include_str!("migrations/0012_job_leases.sql"),
     },
+    Migration {
+        version: 13,
+        name: "memory block: index and vector generation",
+        sql: include_str!("migrations/0013_memory_block.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
