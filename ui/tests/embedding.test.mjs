@@ -285,7 +285,35 @@ describe('Memory → Search model: changing it', () => {
     await form(page).getByRole('button', { name: 'Apply' }).click();
     await untilText(page, choice(page), 'On this computer: all-MiniLM-L6-v2');
     await untilText(page, indexed(page), 'All 9 memories indexed');
-    assert.deepEqual((await ipcCalls(page, 'set_embedding')).at(-1), { kind: 'local', provider: null, model: null });
+    assert.deepEqual((await ipcCalls(page, 'set_embedding')).at(-1), { kind: 'local', provider: null, model: 'all-MiniLM-L6-v2' });
+    assertNoProblems(problems);
+  });
+
+  test('a stronger local model: chosen in the form, downloaded on request, then memories are indexed with it', async (t) => {
+    const { page, problems } = await session(t);
+    await openMemory(page, 'local');
+    await changeButton(page).click();
+    const minilm = form(page).getByRole('radio', { name: /all-MiniLM-L6-v2/ });
+    const bge = form(page).getByRole('radio', { name: /bge-small-en-v1\.5/ });
+    assert.ok(await minilm.isChecked(), 'the model in use is checked');
+    assert.match(flat(await form(page).innerText()), /all-MiniLM-L6-v2 — fast, the default \(about 90 MB\)\s*Downloaded/);
+    await bge.check();
+    await screenshot(page, 'memory-embedding-local-models');
+    await form(page).getByRole('button', { name: 'Apply' }).click();
+    await untilText(page, choice(page), 'On this computer: bge-small-en-v1.5 (not downloaded yet)');
+    assert.deepEqual((await ipcCalls(page, 'set_embedding')).at(-1), { kind: 'local', provider: null, model: 'bge-small-en-v1.5' });
+    assert.match(flat(await section(page).innerText()), /keyword-only until the search model is downloaded \(about 133 MB, once/);
+    await downloadButton(page).click();
+    await untilText(page, choice(page), 'On this computer: bge-small-en-v1.5');
+    await untilText(page, indexed(page), 'All 9 memories indexed');
+    assert.equal(await downloadButton(page).count(), 0);
+
+    // Back to the default: its files are still here, so nothing is downloaded.
+    await changeButton(page).click();
+    await form(page).getByRole('radio', { name: /all-MiniLM-L6-v2/ }).check();
+    await form(page).getByRole('button', { name: 'Apply' }).click();
+    await untilText(page, choice(page), 'On this computer: all-MiniLM-L6-v2');
+    assert.deepEqual(await ipcCalls(page, 'download_embedding_model'), [{}], 'downloaded once, for bge-small');
     assertNoProblems(problems);
   });
 

@@ -218,6 +218,10 @@ pub enum EvalCommand {
         /// With --profile: how many generated memories about other people to add.
         #[arg(long, default_value_t = 400, requires = "profile")]
         distractors: usize,
+        /// The local embedding model to measure with: all-MiniLM-L6-v2 or
+        /// bge-small-en-v1.5 (its files must be on this computer).
+        #[arg(long, default_value = "all-MiniLM-L6-v2")]
+        model: String,
     },
 }
 
@@ -378,19 +382,22 @@ pub enum EmbeddingCommand {
     /// The choice, the model in use, and how many memories have its vectors.
     Show,
     /// Choose the embedding model: `local` (all-MiniLM-L6-v2, run on this computer),
-    /// `off` (keyword search only), or PROVIDER:MODEL (a configured provider's
-    /// OpenAI-compatible embeddings API, e.g. ollama:nomic-embed-text).
+    /// `local:bge-small-en-v1.5` (a stronger local model), `off` (keyword search only), or
+    /// PROVIDER:MODEL (a configured provider's OpenAI-compatible embeddings API, e.g.
+    /// ollama:nomic-embed-text).
     ///
-    /// A provider's model is tried first and refused (exit 1) if it does not answer.
+    /// A provider's model is tried first and refused (exit 1) if it does not answer. A
+    /// local model not yet on this computer is chosen anyway: `download` fetches it.
     Use {
-        /// local | off | PROVIDER:MODEL
+        /// local | local:MODEL | off | PROVIDER:MODEL
         choice: String,
         /// Do not wait for memories to be embedded (the app, or the next `use`, does it).
         #[arg(long)]
         no_wait: bool,
     },
-    /// Download the local model (about 90 MB, once, from Hugging Face or HF_ENDPOINT into
-    /// the Hugging Face cache) with progress on stderr, then embed memories with it.
+    /// Download the chosen local model (all-MiniLM-L6-v2 about 90 MB, bge-small-en-v1.5
+    /// about 133 MB; once, from Hugging Face or HF_ENDPOINT into the Hugging Face cache)
+    /// with progress on stderr, then embed memories with it.
     Download {
         /// Do not wait for memories to be embedded.
         #[arg(long)]

@@ -28,7 +28,7 @@ pub fn run(out: &Out, command: EmbeddingCommand) -> Result<(), Failure> {
             let choice = EmbeddingChoice::parse(&choice)?;
             let job = hearth.set_embedding(choice)?;
             let status = hearth.embedding_status()?;
-            if status.choice == EmbeddingChoice::Local && status.model.is_none() {
+            if matches!(status.choice, EmbeddingChoice::Local { .. }) && status.model.is_none() {
                 eprintln!(
                     "note: the local model is not on this computer yet; run `hearth embedding download`. Until then search is keyword-only."
                 );
@@ -120,5 +120,13 @@ fn print_status(s: &EmbeddingStatus) {
             "not downloaded (hearth embedding download)"
         }
     );
+    for m in &s.local_models {
+        println!(
+            "  local:{:<20} {}{}",
+            m.id,
+            m.description,
+            if m.on_disk { ", on this computer" } else { "" }
+        );
+    }
     println!("memories    {}/{} have vectors", s.embedded, s.memories);
 }

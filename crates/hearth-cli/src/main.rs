@@ -77,10 +77,11 @@ fn main() -> ExitCode {
                     locomo,
                     profile,
                     distractors,
+                    model,
                 },
         } => match (locomo, profile) {
-            (Some(locomo), _) => memory::eval(&out, &locomo),
-            (None, Some(profile)) => memory::eval_profile(&out, &profile, distractors),
+            (Some(locomo), _) => memory::eval(&out, &locomo, &model),
+            (None, Some(profile)) => memory::eval_profile(&out, &profile, distractors, &model),
             (None, None) => Err(output::Failure::new(
                 "invalid_input",
                 "give --locomo PATH or --profile DIR",

@@ -258,22 +258,36 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The local embedding model if it is installed; else a note that only keywords count.
-fn eval_embedder() -> Result<Option<hearth_core::embed::LocalEmbedder>, Failure> {
-    let embedder = hearth_core::embed::LocalEmbedder::installed_from_env()?;
+/// The local embedding model `model` if it is installed; else a note that only keywords
+/// count.
+fn eval_embedder(model: &str) -> Result<Option<hearth_core::embed::LocalEmbedder>, Failure> {
+    use hearth_core::embed::{LocalEmbedder, LocalModel};
+    let model = LocalModel::parse(model)?;
+    let embedder = LocalEmbedder::installed_from_env_for(model)?;
     if embedder.is_none() {
+        let how = if model == LocalModel::default() {
+            "set HEARTH_EMBED_MODEL_DIR, or `hearth embedding download`"
+        } else {
+            "choose it with `hearth embedding use` and run `hearth embedding download`"
+        };
         eprintln!(
-            "note: no local embedding model (set HEARTH_EMBED_MODEL_DIR); measuring keywords only"
+            "note: {} is not on this computer ({how}); measuring keywords only",
+            model.id()
         );
     }
     Ok(embedder)
 }
 
 /// `hearth eval memory --profile DIR [--distractors N]`
-pub fn eval_profile(out: &Out, dir: &std::path::Path, distractors: usize) -> Result<(), Failure> {
+pub fn eval_profile(
+    out: &Out,
+    dir: &std::path::Path,
+    distractors: usize,
+    model: &str,
+) -> Result<(), Failure> {
     use hearth_core::memory::profile;
     let set = profile::load(dir)?;
-    let embedder = eval_embedder()?;
+    let embedder = eval_embedder(model)?;
     let work = tempfile_dir()?;
     let report = profile::run(
         &set,
@@ -312,10 +326,10 @@ pub fn eval_profile(out: &Out, dir: &std::path::Path, distractors: usize) -> Res
 }
 
 /// `hearth eval memory --locomo PATH`
-pub fn eval(out: &Out, path: &std::path::Path) -> Result<(), Failure> {
+pub fn eval(out: &Out, path: &std::path::Path, model: &str) -> Result<(), Failure> {
     use hearth_core::memory::eval;
     let conversations = eval::load(path)?;
-    let embedder = eval_embedder()?;
+    let embedder = eval_embedder(model)?;
     let work = tempfile_dir()?;
     let rows = eval::run(
         &conversations,

@@ -175,6 +175,44 @@ fn a_malformed_profile_is_refused_naming_the_line() {
     );
 }
 
+#[test]
+fn the_model_to_measure_with_is_named_and_one_not_here_measures_keywords_saying_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("memories.tsv"),
+        "dog\tfact\tUser has a border collie named Pixel.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("queries.tsv"),
+        "dog\tTell me about Pixel.\n",
+    )
+    .expect("write");
+    // An empty Hugging Face cache: bge-small is not there.
+    let (code, report, stderr) = profile_eval(
+        dir.path(),
+        &["--distractors", "0", "--model", "bge-small-en-v1.5"],
+        true,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["search_model"], Value::Null, "{report}");
+    assert!(
+        stderr.contains("bge-small-en-v1.5 is not on this computer")
+            && stderr.contains("keywords only"),
+        "{stderr}"
+    );
+    let (code, report, _) = profile_eval(dir.path(), &["--model", "gpt-4"], true);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["error"]["code"], "invalid_input", "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("unknown local model \"gpt-4\""),
+        "{report}"
+    );
+}
+
 /// The profile set of `tests/data/profile` was written before any tuning; its hash keeps
 /// it from being edited to fit the ranker (a new version goes in a new folder).
 #[test]

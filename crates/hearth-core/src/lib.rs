@@ -45,8 +45,8 @@ pub use error::{Error, Result, ServiceError};
 pub use events::Event;
 pub use hearth::{
     ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, Hearth,
-    JobResult, JobRunner, MemoryCounts, MemoryDetail, MemoryService, ModelService, ProviderService,
-    REEMBED_JOB, RunPolicy, RunningJobs, Status,
+    JobResult, JobRunner, LocalModelStatus, MemoryCounts, MemoryDetail, MemoryService,
+    ModelService, ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, Status,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

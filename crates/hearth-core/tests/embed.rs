@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use hearth_core::embed::PINNED_SHA256;
-use hearth_core::embed::{ApiEmbedder, Embedder, LocalEmbedder, ModelSource};
+use hearth_core::embed::{ApiEmbedder, Embedder, LocalEmbedder, LocalModel, ModelSource};
 use hearth_core::llm::{LlmClient, Protocol, Provider, RetryPolicy, Timeouts};
 use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
 use serde_json::{Value, json};
@@ -112,6 +112,11 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// The hub serving the installed model's files.
 async fn start_hub(mode: HubMode) -> HubServer {
+    HubServer::start(hearth_core::embed::HUB_REPO, installed_bytes(), mode).await
+}
+
+/// The installed model's three files, by name.
+fn installed_bytes() -> HashMap<String, Vec<u8>> {
     let files = ModelSource::dir(model_dir())
         .find()
         .expect("find")
@@ -126,7 +131,7 @@ async fn start_hub(mode: HubMode) -> HubServer {
             std::fs::read(path).expect("read model file"),
         );
     }
-    HubServer::start(hearth_core::embed::HUB_REPO, bytes, mode).await
+    bytes
 }
 
 /// Progress reports per file: the last `(done, total)` seen, and how many reports.
@@ -771,4 +776,70 @@ fn near_duplicate_cosine_admits_paraphrases_and_also_contradictions() {
         assert_eq!(agree(a, b), same, "{a:?} / {b:?}");
     }
     assert!(cos("User likes cilantro.", "User plays the cello.") < NEAR_DUPLICATE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stronger_local_model_downloads_from_its_own_pinned_commit_and_other_bytes_are_refused()
+{
+    // A hub serving other bytes (MiniLM's) where bge-small's pinned commit should be.
+    let bge = LocalModel::BgeSmall;
+    let hub = HubServer::start_at(
+        bge.hub_repo(),
+        bge.revision(),
+        installed_bytes(),
+        HubMode::Serve,
+    )
+    .await;
+    let cache = tempfile::tempdir().expect("tempdir");
+    let source = ModelSource::hub(cache.path(), &hub.endpoint).with_model(bge);
+    let embedder = Arc::new(LocalEmbedder::new(source.clone()));
+    assert_eq!(embedder.model_id(), "bge-small-en-v1.5");
+    let err = embed_blocking(embedder, vec!["hello"])
+        .await
+        .expect_err("the bytes are not bge-small's");
+    assert_eq!(err.code(), "embed_download_failed");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("config.json is not the pinned release")
+            && msg.contains(bge.sha256_of("config.json").unwrap_or("?")),
+        "{msg}"
+    );
+    assert!(
+        hub.requests() > 0,
+        "it asked bge-small's repository at its commit"
+    );
+    assert_eq!(source.find().expect("find"), None, "nothing installed");
+    assert_eq!(
+        ModelSource::hub(cache.path(), &hub.endpoint)
+            .find()
+            .expect("find"),
+        None,
+        "nor as the default model"
+    );
+}
+
+#[test]
+fn a_cls_pooling_model_embeds_differently_and_marks_its_queries() {
+    // bge-small's files are not in any registry here, so its code paths run on MiniLM's
+    // weights: the pooling and the query instruction are what differ.
+    let mean = LocalEmbedder::new(ModelSource::dir(model_dir()));
+    let cls = LocalEmbedder::new(ModelSource::dir(model_dir()).with_model(LocalModel::BgeSmall));
+    let text = "User has a border collie named Pixel.";
+    let m = mean.embed(&[text]).expect("mean")[0].clone();
+    let c = cls.embed(&[text]).expect("cls")[0].clone();
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    assert!((dot(&c, &c) - 1.0).abs() < 1e-4, "unit length");
+    assert!(dot(&m, &c) < 0.999, "the [CLS] output is not the mean");
+    // MiniLM embeds a query as it is; bge-small puts its instruction first.
+    let query = "How often should I brush my dog?";
+    let q_mean = mean.embed_query(query).expect("query");
+    assert!(dot(&q_mean, &mean.embed(&[query]).expect("embed")[0]) > 0.9999);
+    let q_cls = cls.embed_query(query).expect("query");
+    let plain = cls.embed(&[query]).expect("embed")[0].clone();
+    let instructed = cls
+        .embed(&[&format!("{}{query}", LocalModel::BgeSmall.query_prefix())])
+        .expect("embed")[0]
+        .clone();
+    assert!(dot(&q_cls, &plain) < 0.9999, "the query was marked");
+    assert!(dot(&q_cls, &instructed) > 0.9999, "with bge's instruction");
 }

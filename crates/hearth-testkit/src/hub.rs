@@ -52,6 +52,16 @@ impl HubServer {
     /// Serves `files` (name → bytes) of the repository `repo` (e.g.
     /// `sentence-transformers/all-MiniLM-L6-v2`).
     pub async fn start(repo: &str, files: HashMap<String, Vec<u8>>, mode: HubMode) -> Self {
+        Self::start_at(repo, COMMIT, files, mode).await
+    }
+
+    /// The same, serving `repo` at the pinned `commit` (another model's).
+    pub async fn start_at(
+        repo: &str,
+        commit: &str,
+        files: HashMap<String, Vec<u8>>,
+        mode: HubMode,
+    ) -> Self {
         let hub = Hub {
             files: Arc::new(
                 files
@@ -64,7 +74,7 @@ impl HubServer {
         };
         let requests = hub.requests.clone();
         let app = axum::Router::new()
-            .route(&format!("/{repo}/resolve/{COMMIT}/{{file}}"), get(resolve))
+            .route(&format!("/{repo}/resolve/{commit}/{{file}}"), get(resolve))
             .route("/cdn/{file}", get(cdn))
             .with_state(hub);
         let (addr, task) = crate::serve(app).await;

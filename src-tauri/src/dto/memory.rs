@@ -131,12 +131,16 @@ pub struct EmbeddingStatusDto {
     /// With kind "provider": the provider's name and its model.
     pub provider: Option<String>,
     pub provider_model: Option<String>,
+    /// With kind "local": which local model (an id of `local_models`).
+    pub local_model: Option<String>,
+    /// The local models the user can choose.
+    pub local_models: Vec<LocalModelDto>,
     /// The choice as the CLI writes it: `local`, `off`, `PROVIDER:MODEL`.
     pub label: String,
     /// The model whose vectors search uses now; null: keyword-only.
     pub model: Option<String>,
     pub dimensions: Option<u32>,
-    /// The local model's files are on this computer.
+    /// The chosen local model's files are on this computer.
     pub local_model_on_disk: bool,
     /// Memories that want a vector, and how many have one from `model`.
     pub memories: u32,
@@ -145,20 +149,41 @@ pub struct EmbeddingStatusDto {
     pub downloading: bool,
 }
 
+/// A local embedding model in the chooser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct LocalModelDto {
+    pub id: String,
+    pub description: String,
+    pub download_mb: u32,
+    pub on_disk: bool,
+}
+
 impl EmbeddingStatusDto {
     pub fn new(s: hearth_core::EmbeddingStatus, downloading: bool) -> Self {
         use hearth_core::embed::EmbeddingChoice;
-        let (kind, provider, provider_model) = match s.choice {
-            EmbeddingChoice::Local => ("local", None, None),
-            EmbeddingChoice::Off => ("off", None, None),
+        let (kind, provider, provider_model, local_model) = match s.choice {
+            EmbeddingChoice::Local { model } => ("local", None, None, Some(model.id().to_owned())),
+            EmbeddingChoice::Off => ("off", None, None, None),
             EmbeddingChoice::Provider {
                 provider, model, ..
-            } => ("provider", Some(provider), Some(model)),
+            } => ("provider", Some(provider), Some(model), None),
         };
         Self {
             kind: kind.into(),
             provider,
             provider_model,
+            local_model,
+            local_models: s
+                .local_models
+                .into_iter()
+                .map(|m| LocalModelDto {
+                    id: m.id,
+                    description: m.description,
+                    download_mb: m.download_mb,
+                    on_disk: m.on_disk,
+                })
+                .collect(),
             label: s.label,
             model: s.model,
             dimensions: s.dimensions.map(|d| d as u32),

@@ -2,8 +2,9 @@
  * The mock core's embedding model (Memory → Search model), with the rules of the shell's
  * `memory_cmd.rs` and hearth-core's `Hearth::set_embedding` / `download_local_model`:
  *
- * - the choice is `local`, `off` or a provider's model; the local model must be downloaded
- *   first (until then search is keyword-only: `model` is null);
+ * - the choice is a local model (`local_models`: MiniLM, the default, or bge-small), `off`
+ *   or a provider's model; a local model must be downloaded first (until then search is
+ *   keyword-only: `model` is null), each on its own;
  * - `set_embedding` with a provider tries the model once (a short wait) and refuses a model
  *   the provider lacks (`missing`: `provider_bad_request`) without changing the choice;
  *   other provider models answer with 768 dimensions;
@@ -28,8 +29,17 @@ import type { ErrorDto } from '../lib/bindings/ErrorDto';
 export const EMBEDDING_STATES = ['missing', 'local', 'provider', 'off'] as const;
 export type EmbeddingState = (typeof EMBEDDING_STATES)[number];
 
-/** The local model: its name and vector size, as hearth-core's `embed::local`. */
+/** The default local model: its name and vector size, as hearth-core's `embed::local`. */
 export const LOCAL_MODEL = 'all-MiniLM-L6-v2';
+/** The local models, as hearth-core's `embed::LocalModel` describes them. */
+export const LOCAL_MODELS: { id: string; description: string; download_mb: number }[] = [
+  { id: LOCAL_MODEL, description: 'all-MiniLM-L6-v2 — fast, the default (about 90 MB)', download_mb: 90 },
+  {
+    id: 'bge-small-en-v1.5',
+    description: 'bge-small-en-v1.5 — better at finding memories by meaning, slower (about 133 MB)',
+    download_mb: 133,
+  },
+];
 export const LOCAL_DIMENSIONS = 384;
 /** What a provider's embedding model measures in the mock. */
 export const PROVIDER_DIMENSIONS = 768;
@@ -57,7 +67,10 @@ export type EmbeddingHandlers = {
   [K in EmbeddingCommand]: (args: Commands[K]['args']) => Commands[K]['result'] | Promise<Commands[K]['result']>;
 };
 
-type Choice = { kind: 'local' } | { kind: 'off' } | { kind: 'provider'; provider: string; model: string; dimensions: number };
+type Choice =
+  | { kind: 'local'; model: string }
+  | { kind: 'off' }
+  | { kind: 'provider'; provider: string; model: string; dimensions: number };
 
 export type EmbeddingMock = {
   handlers: EmbeddingHandlers;
@@ -97,8 +110,10 @@ export function createEmbeddingMock(options: {
       ? { kind: 'off' }
       : options.state === 'provider'
         ? { kind: 'provider', provider: 'local', model: 'nomic-embed-text', dimensions: PROVIDER_DIMENSIONS }
-        : { kind: 'local' };
-  let onDisk = options.state !== 'missing';
+        : { kind: 'local', model: LOCAL_MODEL };
+  /** The local models whose files are here. */
+  const onDisk = new Set<string>(options.state !== 'missing' ? [LOCAL_MODEL] : []);
+  const localOf = (c: Choice): string => (c.kind === 'local' ? c.model : LOCAL_MODEL);
   /** The embedder in use: its model and dimensions (null: keyword-only). */
   let embedder: { model: string; dimensions: number } | null = embedderFor(choice);
   /** The model every memory has a vector from (when no job is running). */
@@ -132,7 +147,7 @@ export function createEmbeddingMock(options: {
   }
 
   function embedderFor(c: Choice): { model: string; dimensions: number } | null {
-    if (c.kind === 'local') return onDisk ? { model: LOCAL_MODEL, dimensions: LOCAL_DIMENSIONS } : null;
+    if (c.kind === 'local') return onDisk.has(c.model) ? { model: c.model, dimensions: LOCAL_DIMENSIONS } : null;
     if (c.kind === 'provider') return { model: c.model, dimensions: c.dimensions };
     return null;
   }
@@ -148,10 +163,17 @@ export function createEmbeddingMock(options: {
       kind: choice.kind,
       provider: choice.kind === 'provider' ? choice.provider : null,
       provider_model: choice.kind === 'provider' ? choice.model : null,
-      label: choice.kind === 'provider' ? `${choice.provider}:${choice.model}` : choice.kind,
+      local_model: choice.kind === 'local' ? choice.model : null,
+      local_models: LOCAL_MODELS.map((m) => ({ ...m, on_disk: onDisk.has(m.id) })),
+      label:
+        choice.kind === 'provider'
+          ? `${choice.provider}:${choice.model}`
+          : choice.kind === 'local' && choice.model !== LOCAL_MODEL
+            ? `local:${choice.model}`
+            : choice.kind,
       model: embedder?.model ?? null,
       dimensions: embedder?.dimensions ?? null,
-      local_model_on_disk: onDisk,
+      local_model_on_disk: onDisk.has(localOf(choice)),
       memories: options.memories(),
       embedded: embedded(),
       downloading,
@@ -188,7 +210,11 @@ export function createEmbeddingMock(options: {
     get_embedding_status: () => status(),
     set_embedding: async ({ kind, provider, model }) => {
       let next: Choice;
-      if (kind === 'local' || kind === 'off') {
+      if (kind === 'local') {
+        const m = model?.trim() || LOCAL_MODEL;
+        if (!LOCAL_MODELS.some((l) => l.id === m)) return fail('invalid_input', `unknown local model "${m}"`);
+        next = { kind, model: m };
+      } else if (kind === 'off') {
         next = { kind };
       } else if (kind === 'provider') {
         const p = provider?.trim() ?? '';
@@ -221,8 +247,8 @@ export function createEmbeddingMock(options: {
             await options.emit('model_download_progress', { file, done: Math.round(size * fraction), total: size });
           }
         }
-        onDisk = true;
-        if (choice.kind === 'local' && embedder?.model !== LOCAL_MODEL) install(embedderFor(choice));
+        onDisk.add(localOf(choice));
+        if (choice.kind === 'local' && embedder?.model !== choice.model) install(embedderFor(choice));
       } finally {
         downloading = false;
       }
@@ -254,7 +280,12 @@ export function createEmbeddingMock(options: {
       failDownload = true;
     },
     async changeElsewhere(kind, provider = 'local', model = 'nomic-embed-text') {
-      choice = kind === 'provider' ? { kind, provider, model, dimensions: PROVIDER_DIMENSIONS } : { kind };
+      choice =
+        kind === 'provider'
+          ? { kind, provider, model, dimensions: PROVIDER_DIMENSIONS }
+          : kind === 'local'
+            ? { kind, model: LOCAL_MODEL }
+            : { kind };
       install(embedderFor(choice));
       await options.emit('store_changed', null);
     },

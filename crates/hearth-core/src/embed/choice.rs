@@ -5,19 +5,22 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::Embedder;
+use super::{Embedder, LocalModel};
 use crate::{Error, Result};
 
 /// The setting that holds the choice.
 pub const SETTING: &str = "embedding";
 
 /// Where vectors for memory (and file) search come from.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EmbeddingChoice {
-    /// all-MiniLM-L6-v2 run in-process (used once its files are on this computer).
-    #[default]
-    Local,
+    /// A model run in-process (used once its files are on this computer); a setting saved
+    /// before there was a choice of local model means the default one.
+    Local {
+        #[serde(default)]
+        model: LocalModel,
+    },
     /// A provider's embeddings API; `dimensions` is measured when the choice is made.
     Provider {
         provider: String,
@@ -28,13 +31,31 @@ pub enum EmbeddingChoice {
     Off,
 }
 
+impl Default for EmbeddingChoice {
+    fn default() -> Self {
+        EmbeddingChoice::local()
+    }
+}
+
 impl EmbeddingChoice {
-    /// Parses `local`, `off` or `PROVIDER:MODEL` (dimensions still to be measured: 0).
+    /// The default local model.
+    pub fn local() -> Self {
+        EmbeddingChoice::Local {
+            model: LocalModel::default(),
+        }
+    }
+
+    /// Parses `local` (the default local model), `local:MODEL` (e.g.
+    /// `local:bge-small-en-v1.5`), `off` or `PROVIDER:MODEL` (dimensions still to be
+    /// measured: 0).
     pub fn parse(s: &str) -> Result<Self> {
         match s.trim() {
-            "local" => Ok(EmbeddingChoice::Local),
+            "local" => Ok(EmbeddingChoice::local()),
             "off" | "none" => Ok(EmbeddingChoice::Off),
             other => match other.split_once(':') {
+                Some(("local", m)) => Ok(EmbeddingChoice::Local {
+                    model: LocalModel::parse(m)?,
+                }),
                 Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => {
                     Ok(EmbeddingChoice::Provider {
                         provider: p.trim().to_owned(),
@@ -43,14 +64,15 @@ impl EmbeddingChoice {
                     })
                 }
                 _ => Err(Error::InvalidInput(format!(
-                    "unknown embedding choice {other:?}: use local, off, or PROVIDER:MODEL"
+                    "unknown embedding choice {other:?}: use local, local:MODEL, off, or PROVIDER:MODEL"
                 ))),
             },
         }
     }
 
-    /// The choice as a form gives it: `kind` is `local`, `off` or `provider`, the last
-    /// with a provider and its model (the app's Memory screen). Same rules as [`parse`].
+    /// The choice as a form gives it: `kind` is `local` (with a local model's id, or none
+    /// for the default), `off` or `provider`, the last with a provider and its model (the
+    /// app's Memory screen). Same rules as [`parse`].
     ///
     /// [`parse`]: EmbeddingChoice::parse
     pub fn from_form(kind: &str, provider: Option<&str>, model: Option<&str>) -> Result<Self> {
@@ -63,7 +85,13 @@ impl EmbeddingChoice {
                     "choose a provider and type its embedding model".into(),
                 )),
             },
-            "local" | "off" => Self::parse(kind),
+            "local" => match model.map(str::trim).filter(|m| !m.is_empty()) {
+                Some(m) => Ok(EmbeddingChoice::Local {
+                    model: LocalModel::parse(m)?,
+                }),
+                None => Ok(EmbeddingChoice::local()),
+            },
+            "off" => Self::parse(kind),
             other => Err(Error::InvalidInput(format!(
                 "unknown embedding choice {other:?}: use local, off, or a provider's model"
             ))),
@@ -73,7 +101,8 @@ impl EmbeddingChoice {
     /// How the choice is written on the command line.
     pub fn label(&self) -> String {
         match self {
-            EmbeddingChoice::Local => "local".into(),
+            EmbeddingChoice::Local { model } if *model == LocalModel::default() => "local".into(),
+            EmbeddingChoice::Local { model } => format!("local:{}", model.id()),
             EmbeddingChoice::Off => "off".into(),
             EmbeddingChoice::Provider {
                 provider, model, ..
@@ -124,7 +153,25 @@ mod tests {
     fn choices_parse_and_print() {
         assert_eq!(
             EmbeddingChoice::parse("local").ok(),
-            Some(EmbeddingChoice::Local)
+            Some(EmbeddingChoice::local())
+        );
+        let bge = EmbeddingChoice::parse("local:bge-small-en-v1.5").ok();
+        assert_eq!(
+            bge,
+            Some(EmbeddingChoice::Local {
+                model: LocalModel::BgeSmall
+            })
+        );
+        assert_eq!(
+            bge.map(|c| c.label()).as_deref(),
+            Some("local:bge-small-en-v1.5")
+        );
+        assert!(EmbeddingChoice::parse("local:gpt-4").is_err());
+        assert_eq!(
+            EmbeddingChoice::from_form("local", None, Some("bge-small-en-v1.5")).ok(),
+            Some(EmbeddingChoice::Local {
+                model: LocalModel::BgeSmall
+            })
         );
         assert_eq!(
             EmbeddingChoice::parse("off").ok(),
@@ -145,6 +192,20 @@ mod tests {
         );
         assert!(EmbeddingChoice::parse("ollama:").is_err());
         assert!(EmbeddingChoice::parse("nonsense").is_err());
+    }
+
+    #[test]
+    fn a_local_choice_saved_before_there_were_models_is_the_default_model() {
+        let old: Option<EmbeddingChoice> =
+            serde_json::from_value(serde_json::json!({"kind": "local"})).ok();
+        assert_eq!(old, Some(EmbeddingChoice::local()));
+        assert_eq!(
+            serde_json::to_value(EmbeddingChoice::Local {
+                model: LocalModel::BgeSmall
+            })
+            .ok(),
+            Some(serde_json::json!({"kind": "local", "model": "bge-small-en-v1.5"}))
+        );
     }
 
     #[test]

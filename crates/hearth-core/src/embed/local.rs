@@ -1,8 +1,10 @@
-//! all-MiniLM-L6-v2 run in-process with candle on the CPU.
+//! A local sentence encoder ([`LocalModel`]: all-MiniLM-L6-v2 by default) run in-process
+//! with candle on the CPU.
 //!
-//! Matches sentence-transformers: `[CLS] … [SEP]`, token type ids 0, mean pooling over the
-//! real tokens (the attention mask), then L2 normalisation. Texts are cut at 256 tokens, not
-//! at the 128 the shipped tokenizer.json fixes. The model is loaded on first use and can be
+//! Matches sentence-transformers: `[CLS] … [SEP]`, token type ids 0, the model's pooling
+//! (MiniLM: the mean over the real tokens, i.e. the attention mask; bge: `[CLS]`), then L2
+//! normalisation; a search query gets the model's query instruction first. Texts are cut at
+//! 256 tokens, not at the 128 MiniLM's shipped tokenizer.json fixes. The model is loaded on first use and can be
 //! unloaded when idle; the next call loads it again.
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,13 +15,14 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{self, BertModel};
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use super::catalog::{LocalModel, Pooling};
 use super::{EmbedError, Embedder, ModelFiles, ModelSource, Progress};
 use crate::{Error, Result};
 
-/// The name [`LocalEmbedder::model_id`] returns.
-pub const MODEL_ID: &str = "all-MiniLM-L6-v2";
+/// The name [`LocalEmbedder::model_id`] returns for the default model.
+pub const MODEL_ID: &str = LocalModel::MiniLm.id();
 
-/// The length of the model's vectors.
+/// The length of every local model's vectors.
 pub const DIMENSIONS: usize = 384;
 
 /// Longest input in tokens, `[CLS]` and `[SEP]` included; the rest of a text is ignored.
@@ -79,7 +82,12 @@ impl LocalEmbedder {
     /// The model found as [`ModelSource::from_env`] says, if it is on disk already (never
     /// downloads): what the evaluations measure with. `None` when it is not installed.
     pub fn installed_from_env() -> Result<Option<Self>> {
-        let source = ModelSource::from_env();
+        Self::installed_from_env_for(LocalModel::default())
+    }
+
+    /// The same for `model`.
+    pub fn installed_from_env_for(model: LocalModel) -> Result<Option<Self>> {
+        let source = ModelSource::from_env_for(model);
         Ok(source.find()?.map(|_| Self::new(source)))
     }
 
@@ -145,9 +153,9 @@ impl LocalEmbedder {
         }
         let files = self.files(&mut state)?;
         let started = Instant::now();
-        let model = Arc::new(load_model(&files)?);
+        let model = Arc::new(load_model(&files, self.source.model())?);
         tracing::info!(
-            model = MODEL_ID,
+            model = self.source.model().id(),
             ms = started.elapsed().as_millis() as u64,
             "embedding model loaded"
         );
@@ -177,11 +185,19 @@ impl LocalEmbedder {
 
 impl Embedder for LocalEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        self.source.model().id()
     }
 
     fn dimensions(&self) -> usize {
         DIMENSIONS
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let prefix = self.source.model().query_prefix();
+        let text = format!("{prefix}{query}");
+        self.embed(&[text.as_str()])?
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("no vector for the query".into()).into())
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
@@ -189,6 +205,7 @@ impl Embedder for LocalEmbedder {
             return Ok(Vec::new());
         }
         let (tokenizer, model) = self.loaded()?;
+        let pooling = self.source.model().pooling();
         let started = Instant::now();
         let encodings = tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -227,12 +244,11 @@ impl Embedder for LocalEmbedder {
                     };
                     let batch_encodings: Vec<&Encoding> =
                         batch.iter().map(|&i| &encodings[i]).collect();
-                    out.extend(
-                        batch
-                            .iter()
-                            .copied()
-                            .zip(embed_batch(&model, &batch_encodings)?),
-                    );
+                    out.extend(batch.iter().copied().zip(embed_batch(
+                        &model,
+                        &batch_encodings,
+                        pooling,
+                    )?));
                 }
             };
             let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(run)).collect();
@@ -282,9 +298,13 @@ fn inference(e: candle_core::Error) -> Error {
     EmbedError::Inference(e.to_string()).into()
 }
 
-/// One batch through the model, padded to its longest text, mean-pooled over real tokens
-/// and normalized.
-fn embed_batch(model: &BertModel, encodings: &[&Encoding]) -> Result<Vec<Vec<f32>>> {
+/// One batch through the model, padded to its longest text, pooled as the model is (the
+/// mean over real tokens, or `[CLS]`) and normalized.
+fn embed_batch(
+    model: &BertModel,
+    encodings: &[&Encoding],
+    pooling: Pooling,
+) -> Result<Vec<Vec<f32>>> {
     let n = encodings.len();
     let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
     let mut ids = Vec::with_capacity(n * len);
@@ -302,10 +322,15 @@ fn embed_batch(model: &BertModel, encodings: &[&Encoding]) -> Result<Vec<Vec<f32
     let token_types = ids.zeros_like().map_err(inference)?;
     let pooled = (|| {
         let hidden = model.forward(&ids, &token_types, Some(&mask))?; // (n, len, 384)
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-        let sum = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
-        let count = mask.sum(1)?; // (n, 1); at least 2: [CLS] and [SEP]
-        let mean = sum.broadcast_div(&count)?;
+        let mean = match pooling {
+            Pooling::Mean => {
+                let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+                let sum = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
+                let count = mask.sum(1)?; // (n, 1); at least 2: [CLS] and [SEP]
+                sum.broadcast_div(&count)?
+            }
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?, // (n, 384)
+        };
         let norm = mean
             .sqr()?
             .sum_keepdim(1)?
@@ -349,7 +374,7 @@ fn load_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
 }
 
 /// Reads the config and the weights; checks it is a 384-dimensional BERT.
-fn load_model(files: &ModelFiles) -> Result<BertModel> {
+fn load_model(files: &ModelFiles, expected: LocalModel) -> Result<BertModel> {
     let text = std::fs::read_to_string(&files.config).map_err(|e| Error::io(&files.config, e))?;
     let config: bert::Config = serde_json::from_str(&text).map_err(|e| EmbedError::Corrupt {
         path: files.config.clone(),
@@ -359,9 +384,11 @@ fn load_model(files: &ModelFiles) -> Result<BertModel> {
         return Err(EmbedError::Corrupt {
             path: files.config.clone(),
             detail: format!(
-                "expected {MODEL_ID} ({DIMENSIONS} dimensions, ≥ {MAX_TOKENS} positions), found \
+                "expected {} ({DIMENSIONS} dimensions, ≥ {MAX_TOKENS} positions), found \
                  {} dimensions and {} positions",
-                config.hidden_size, config.max_position_embeddings
+                expected.id(),
+                config.hidden_size,
+                config.max_position_embeddings
             ),
         }
         .into());

@@ -1,7 +1,8 @@
 //! Sentence embeddings: turning texts into unit-length vectors for memory and retrieval.
 //!
-//! Two [`Embedder`]s: [`LocalEmbedder`] runs all-MiniLM-L6-v2 in-process with candle on the
-//! CPU (the model found via [`ModelSource`], downloaded once if need be), and [`ApiEmbedder`]
+//! Two [`Embedder`]s: [`LocalEmbedder`] runs a [`LocalModel`] (all-MiniLM-L6-v2 by default,
+//! or bge-small-en-v1.5) in-process with candle on the CPU (the model found via
+//! [`ModelSource`], downloaded once if need be), and [`ApiEmbedder`]
 //! calls a provider's OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, LM Studio, …).
 //!
 //! Invariant: every call is blocking and may take seconds (a model load, a download, a batch
@@ -9,6 +10,7 @@
 //! never logged.
 
 mod api;
+mod catalog;
 mod choice;
 mod error;
 mod local;
@@ -18,6 +20,7 @@ use std::future::Future;
 use std::sync::OnceLock;
 
 pub use api::ApiEmbedder;
+pub use catalog::{LocalModel, Pooling};
 pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
 pub use error::EmbedError;
 pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, single_threaded_kernels};
@@ -35,6 +38,15 @@ pub trait Embedder: Send + Sync {
 
     /// One L2-normalized vector per text, in the order given. Blocking; batched internally.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// The vector of a search query: as [`embed`](Self::embed) gives it, unless the model
+    /// wants queries marked (bge's retrieval instruction). The texts searched go through
+    /// `embed`.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed(&[query])?
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("no vector for the query".into()).into())
+    }
 }
 
 /// Runs `fut` to completion on a small runtime of its own, on a thread of its own, so it works

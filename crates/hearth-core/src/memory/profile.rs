@@ -210,7 +210,7 @@ pub fn run(
     let mut requests = Vec::new();
     for (key, request) in &set.queries {
         let vector = match embedder {
-            Some(e) => e.embed(&[request.as_str()])?.pop(),
+            Some(e) => Some(e.embed_query(request)?),
             None => None,
         };
         let v = vector

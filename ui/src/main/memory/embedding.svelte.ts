@@ -10,7 +10,7 @@ import type { ModelDownloadEvent } from '../../lib/bindings/ModelDownloadEvent';
 import { call, toErrorDto, type ErrorDto } from '../../lib/ipc';
 
 export type EmbeddingChoice =
-  | { kind: 'local' }
+  | { kind: 'local'; model: string }
   | { kind: 'off' }
   | { kind: 'provider'; provider: string; model: string };
 
@@ -109,7 +109,7 @@ class EmbeddingStore {
       const status = await call('set_embedding', {
         kind: choice.kind,
         provider: choice.kind === 'provider' ? choice.provider : null,
-        model: choice.kind === 'provider' ? choice.model : null,
+        model: choice.kind === 'off' ? null : choice.model,
       });
       this.answered(status);
       return null;
