@@ -14,7 +14,7 @@ use rusqlite::{OptionalExtension, params};
 pub use super::rank::{
     BLOCK_POOL, BLOCK_RESERVE, Fusion, OTHER_PERSON_WEIGHT, RRF_K, Subject, VECTOR_WEIGHT,
 };
-use super::rank::{block_pool, block_reserve, reserve_each_side};
+use super::rank::{block_pool, block_reserve, reserve_each_side, strongest_first};
 use super::vectors::{TABLE_PREFIX, table_exists};
 use super::{Kind, Memories, fts_query};
 use crate::Result;
@@ -306,22 +306,12 @@ impl Memories {
 /// Each side's ranks over its evidence discounted by subject: a memory about someone else
 /// the request does not name ranks behind the user's own that are nearly as close.
 fn rank_discounted(found: &mut [Candidate]) {
-    let mut by_words: Vec<(usize, f64)> = found
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.bm25.map(|b| (i, b * c.subject_weight)))
-        .collect();
-    by_words.sort_by(|a, b| b.1.total_cmp(&a.1));
-    for (rank, (i, _)) in by_words.into_iter().enumerate() {
+    let by_words = strongest_first(found, |c| c.bm25.map(|b| b * c.subject_weight));
+    for (rank, i) in by_words.into_iter().enumerate() {
         found[i].lexical_rank = Some(rank);
     }
-    let mut by_meaning: Vec<(usize, f64)> = found
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.similarity.map(|s| (i, s * c.subject_weight)))
-        .collect();
-    by_meaning.sort_by(|a, b| b.1.total_cmp(&a.1));
-    for (rank, (i, _)) in by_meaning.into_iter().enumerate() {
+    let by_meaning = strongest_first(found, |c| c.similarity.map(|s| s * c.subject_weight));
+    for (rank, i) in by_meaning.into_iter().enumerate() {
         found[i].vector_rank = Some(rank);
     }
 }

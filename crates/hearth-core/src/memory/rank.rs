@@ -208,11 +208,11 @@ impl Subject {
     pub fn of_query(query: &str) -> Self {
         static WEIGHT: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
         let weight = *WEIGHT.get_or_init(|| {
-            std::env::var("HEARTH_SUBJECT_WEIGHT")
-                .ok()
-                .and_then(|w| w.parse().ok())
-                .filter(|w: &f64| w.is_finite() && (0.0..=1.0).contains(w))
-                .unwrap_or(OTHER_PERSON_WEIGHT)
+            experiment(
+                "HEARTH_SUBJECT_WEIGHT",
+                |w: &f64| w.is_finite() && (0.0..=1.0).contains(w),
+                OTHER_PERSON_WEIGHT,
+            )
         });
         Subject {
             words: query
@@ -280,12 +280,36 @@ pub const BLOCK_POOL: usize = 100;
 pub(super) fn block_pool() -> usize {
     static POOL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *POOL.get_or_init(|| {
-        std::env::var("HEARTH_BLOCK_POOL")
-            .ok()
-            .and_then(|w| w.parse().ok())
-            .filter(|w: &usize| (CANDIDATES..=2_000).contains(w))
-            .unwrap_or(BLOCK_POOL)
+        experiment(
+            "HEARTH_BLOCK_POOL",
+            |w| (CANDIDATES..=2_000).contains(w),
+            BLOCK_POOL,
+        )
     })
+}
+
+/// An experiment's setting from the environment variable `name`, if it parses and `valid`
+/// accepts it; else `default`.
+fn experiment<T: std::str::FromStr>(name: &str, valid: impl Fn(&T) -> bool, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .filter(valid)
+        .unwrap_or(default)
+}
+
+/// The indexes of `found` that have `evidence`, strongest first (ties in their order).
+pub(super) fn strongest_first(
+    found: &[Candidate],
+    evidence: impl Fn(&Candidate) -> Option<f64>,
+) -> Vec<usize> {
+    let mut scored: Vec<(usize, f64)> = found
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| evidence(c).map(|e| (i, e)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.into_iter().map(|(i, _)| i).collect()
 }
 
 /// How many of each side's best candidates (closest in meaning; best by words) go into
@@ -295,13 +319,7 @@ pub const BLOCK_RESERVE: usize = 20;
 
 pub(super) fn block_reserve() -> usize {
     static RESERVE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *RESERVE.get_or_init(|| {
-        std::env::var("HEARTH_BLOCK_RESERVE")
-            .ok()
-            .and_then(|w| w.parse().ok())
-            .filter(|w: &usize| *w <= CANDIDATES)
-            .unwrap_or(BLOCK_RESERVE)
-    })
+    *RESERVE.get_or_init(|| experiment("HEARTH_BLOCK_RESERVE", |w| *w <= CANDIDATES, BLOCK_RESERVE))
 }
 
 /// Moves the `n` closest in meaning and the `n` best by words (discounted like the fused
@@ -310,12 +328,13 @@ pub(super) fn reserve_each_side(rest: &mut Vec<Candidate>, n: usize) {
     if n == 0 {
         return;
     }
-    let mut by_meaning: Vec<(usize, f64)> = rest
+    // Each side's ranks are on the discounted evidence already (`block::rank_discounted`).
+    let mut by_meaning: Vec<(usize, usize)> = rest
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| c.similarity.map(|s| (i, s * c.subject_weight)))
+        .filter_map(|(i, c)| c.vector_rank.map(|r| (i, r)))
         .collect();
-    by_meaning.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_meaning.sort_by_key(|(_, r)| *r);
     let mut by_words: Vec<(usize, usize)> = rest
         .iter()
         .enumerate()
