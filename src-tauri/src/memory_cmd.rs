@@ -92,6 +92,7 @@ pub(crate) fn memory_dto(m: Memory) -> MemoryDto {
         status: m.status.as_str().into(),
         removed_at: m.removed_at,
         removal_awaits_consent: m.removal_awaits_consent,
+        context: m.context,
     }
 }
 

@@ -556,9 +556,16 @@ describe('Memory: details', () => {
     await until(page, () => document.querySelector('#memory-detail')?.getAttribute('data-memory-id') === 'm-coffee');
     await until(page, () => document.querySelector('dd[data-field="source"]')?.textContent?.trim() === 'Imported');
     assert.equal(await field('usage'), 'Used 2 times, last 1 week ago');
+    // The words around it where it came from, and that only search reads them.
+    assert.equal(
+      await field('context'),
+      'Sam: How do you take your coffee? Sam: Noted, black it is. Search reads these words too; the prompt carries only the memory.',
+    );
+    assert.equal(await panel.locator('dd[data-field="context"]').count(), 1);
     await row(page, 'm-allergy').locator('button.open').click();
     await until(page, () => document.querySelector('#memory-detail')?.getAttribute('data-memory-id') === 'm-allergy');
     await until(page, () => document.querySelector('dd[data-field="source"]')?.textContent?.trim() === 'Added by you');
+    assert.equal(await panel.locator('dd[data-field="context"]').count(), 0, 'no context, no row');
     assert.deepEqual(await historyOf(page), [
       'Added by you · last month',
       'Marked critical by you · last month',

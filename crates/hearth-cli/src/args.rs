@@ -195,7 +195,8 @@ pub enum EvalCommand {
     ///
     /// --locomo: recall@5, recall@10 and MRR@10 for bm25, vector and hybrid search, overall
     /// and per category (1–4). Builds one temporary store per conversation (each turn an
-    /// episode dated by its session) and searches it for every question with evidence.
+    /// episode dated by its session, with the turns before and after it as its context) and
+    /// searches it for every question with evidence.
     /// Conversations 26 and 30 are the tuning set; the other eight are reported, then all
     /// ten.
     ///

@@ -46,6 +46,9 @@ pub struct MemoryDto {
     /// Removed by the assistant on its own while learning (not by the user): it waits for
     /// the user's consent, and restoring it says no.
     pub removal_awaits_consent: bool,
+    /// The words around it where it came from (an imported conversation's neighbouring
+    /// turns): search reads them; the prompt's memory block never carries them.
+    pub context: Option<String>,
 }
 
 /// One change in a memory's history. A user's delete leaves a `delete` entry without text.

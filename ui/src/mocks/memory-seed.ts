@@ -41,6 +41,7 @@ export function memory(partial: Partial<Stored> & Pick<Stored, 'id' | 'text' | '
     status: 'active',
     removed_at: null,
     removal_awaits_consent: false,
+    context: null,
     ...partial,
   };
 }
@@ -165,6 +166,7 @@ export function seed(now: number, scenario: MemoryScenario): { memories: Stored[
       subject: 'coffee',
       importance: 0.3,
       source: source('import'),
+      context: 'Sam: How do you take your coffee?\nSam: Noted, black it is.',
       created: now - 60 * DAY,
       updated: now - 60 * DAY,
       last_used: now - 9 * DAY,

@@ -12,9 +12,10 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 
 pub use super::rank::{
-    BLOCK_POOL, BLOCK_RESERVE, Fusion, OTHER_PERSON_WEIGHT, RRF_K, Subject, VECTOR_WEIGHT,
+    BLOCK_POOL, BLOCK_RESERVE, CONTEXT_WEIGHT, Fusion, NAMED_WEIGHT, OTHER_PERSON_WEIGHT, RRF_K,
+    Subject, VECTOR_WEIGHT,
 };
-use super::rank::{block_pool, block_reserve, reserve_each_side, strongest_first};
+use super::rank::{block_pool, block_reserve, bm25_weights, reserve_each_side, strongest_first};
 use super::vectors::{TABLE_PREFIX, table_exists};
 use super::{Kind, Memories, fts_query};
 use crate::Result;
@@ -133,17 +134,22 @@ impl Memories {
                 // match (thousands for a common word) cost more than the rest of the block.
                 // Removed memories stay in the index, so the window widens until `pool`
                 // active ones are found or the matches run out.
+                // The context column counts less than the memory's own words (FTS5's
+                // rank function with column weights, set for this query).
                 let mut matches = c.prepare_cached(
-                    "SELECT rowid, -bm25(memories_fts) FROM memories_fts
-                     WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+                    "SELECT rowid, -rank FROM memories_fts
+                     WHERE memories_fts MATCH ?1 AND rank MATCH ?3 ORDER BY rank LIMIT ?2",
                 )?;
+                let weights = bm25_weights();
                 let mut active = c.prepare_cached(&format!(
                     "SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.n = ?1 AND m.status = 'active'"
                 ))?;
                 let mut window = pool * 2;
                 loop {
                     let rows: Vec<(i64, f64)> = matches
-                        .query_map(params![q, window as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .query_map(params![q, window as i64, weights], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })?
                         .collect::<rusqlite::Result<_>>()?;
                     let exhausted = rows.len() < window;
                     found.clear();
@@ -514,13 +520,46 @@ mod tests {
             about_me.weight("User has a border collie named Pixel."),
             1.0
         );
+        // Named, a memory about them counts more than one about nobody in particular.
         assert_eq!(
             Subject::of_query("Does Dmitri's dog shed?").weight(dmitri),
-            1.0
+            NAMED_WEIGHT
         );
         assert_eq!(
             Subject::of_query("What dog does my colleague have?").weight(dmitri),
             1.0
+        );
+    }
+
+    #[test]
+    fn a_transcript_line_is_about_its_speaker_and_counts_more_when_the_request_names_them() {
+        assert_eq!(
+            Subject::speaker("Caroline: I went to a support group."),
+            Some("Caroline")
+        );
+        assert_eq!(
+            Subject::speaker("Mary Ann: we moved in May."),
+            Some("Mary Ann")
+        );
+        for text in [
+            "User: prefers tea",
+            "the plan: leave at 8",
+            "Caroline said: hello",
+            "Meeting at 10:30",
+            "Caroline:no space",
+        ] {
+            assert_eq!(Subject::speaker(text), None, "{text}");
+        }
+        let q = Subject::of_query("What did Caroline research?");
+        assert_eq!(
+            q.weight("Caroline: Researching adoption agencies."),
+            NAMED_WEIGHT
+        );
+        assert_eq!(q.weight("Melanie: I painted a lake."), 1.0);
+        assert_eq!(
+            Subject::of_query("What did Mary research?").weight("Mary Ann: I looked at schools."),
+            1.0,
+            "every word of the name"
         );
     }
 

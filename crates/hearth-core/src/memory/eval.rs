@@ -1,5 +1,6 @@
 //! Retrieval evaluation on LoCoMo (`hearth eval memory --locomo PATH`): one store per
-//! conversation, each turn an episode memory dated by its session; for every question of
+//! conversation, each turn an episode memory dated by its session, with the turns around it
+//! as its context ([`super::Memory::context`]); for every question of
 //! categories 1–4 with evidence, the top turns by BM25, vector and hybrid search are
 //! compared with the evidence: recall@5, recall@10 (fraction of the question's evidence
 //! turns found, averaged over questions) and MRR@10. Conversations 26 and 30 are the tuning
@@ -193,6 +194,21 @@ pub fn load(path: &Path) -> Result<Vec<Conversation>> {
     Ok(out)
 }
 
+/// A turn's context: the turns before and after it in its session (what it answers, and
+/// what answers it), as a conversation imported turn by turn keeps it.
+fn context(turns: &[(String, String, Option<i64>)], i: usize) -> Option<String> {
+    let session = |d: &str| d.split(':').next().map(str::to_owned);
+    let here = session(&turns.get(i)?.0);
+    let near: Vec<&str> = [i.checked_sub(1), Some(i + 1)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| turns.get(j))
+        .filter(|t| session(&t.0) == here)
+        .map(|t| t.1.as_str())
+        .collect();
+    (!near.is_empty()).then(|| near.join("\n"))
+}
+
 #[derive(Default, Clone, Copy)]
 struct Acc {
     n: usize,
@@ -220,10 +236,11 @@ pub fn run(
         opts.new_key_backend = KeyBackend::File;
         let memories = Memories::new(Store::open(&opts)?).with_vector_index();
         let mut by_memory: HashMap<String, String> = HashMap::new();
-        for (dia, text, at) in &conv.turns {
+        for (i, (dia, text, at)) in conv.turns.iter().enumerate() {
             let mut new = NewMemory::manual(text.clone(), Kind::Episode);
             new.event_at = *at;
             new.created = *at;
+            new.context = context(&conv.turns, i);
             let m = memories.add(new, Actor::Import)?;
             by_memory.insert(m.id, dia.clone());
         }

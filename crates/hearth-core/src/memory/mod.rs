@@ -142,8 +142,10 @@ impl Memories {
                 "n IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?{})",
                 args.len()
             ));
+            args.push(rank::bm25_weights().to_owned().into());
             order = format!(
-                "(SELECT bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?{} AND rowid = n), updated_at DESC",
+                "(SELECT rank FROM memories_fts WHERE memories_fts MATCH ?{} AND rank MATCH ?{} AND rowid = n), updated_at DESC",
+                args.len() - 1,
                 args.len()
             );
         }

@@ -164,7 +164,14 @@ pub struct Memory {
     /// is `import` whatever a file says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<serde_json::Value>,
+    /// The words around it where it came from (e.g. an imported conversation's turns before
+    /// and after it): searched by words and meaning, never sent in the memory block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
+
+/// The most characters of context a memory keeps.
+pub const MAX_CONTEXT_CHARS: usize = 2_000;
 
 /// A change applied to memory after an exchange (the "Memory updated" chip), with what
 /// undoing it needs ([`Memories::undo`]).
@@ -198,6 +205,8 @@ pub struct NewMemory {
     pub event_at: Option<Millis>,
     /// Keep this creation time (imports); `None` for now.
     pub created: Option<Millis>,
+    /// See [`Memory::context`].
+    pub context: Option<String>,
 }
 
 impl NewMemory {
@@ -214,6 +223,7 @@ impl NewMemory {
             source: Source::Manual,
             event_at: None,
             created: None,
+            context: None,
         }
     }
 }

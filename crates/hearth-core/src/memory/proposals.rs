@@ -276,6 +276,7 @@ impl Memories {
                     source: source.clone().unwrap_or(Source::Manual),
                     event_at: m.event_at,
                     created: None,
+                    context: None,
                 };
                 if super::validate(&new).is_ok() {
                     let added = super::insert(&tx, &new, Actor::Assistant)?;

@@ -27,6 +27,8 @@ pub enum Fusion {
         ceil: f64,
         lexical_weight: f64,
         both: f64,
+        /// What one unit of relevance is worth in the block's score ([`Fusion::scale`]).
+        scale: f64,
     },
 }
 
@@ -51,6 +53,7 @@ impl Fusion {
                 (Fusion::Calibrated { ceil, .. }, "ceil") => *ceil = v,
                 (Fusion::Calibrated { lexical_weight, .. }, "wl") => *lexical_weight = v,
                 (Fusion::Calibrated { both, .. }, "both") => *both = v,
+                (Fusion::Calibrated { scale, .. }, "scale") => *scale = v,
                 _ => return None,
             }
         }
@@ -63,6 +66,7 @@ impl Fusion {
         ceil: 0.6,
         lexical_weight: 1.0,
         both: 0.5,
+        scale: 1.0,
     };
 
     /// The fusion in use: `HEARTH_FUSION` when it parses, else the default.
@@ -101,6 +105,7 @@ impl Fusion {
                 ceil,
                 lexical_weight,
                 both,
+                ..
             } => {
                 let l = match c.bm25 {
                     Some(b) if best_bm25 > 0.0 => lexical_weight * (b / best_bm25).clamp(0.0, 1.0),
@@ -119,7 +124,7 @@ impl Fusion {
     pub(super) fn scale(self) -> f64 {
         match self {
             Fusion::Rrf { .. } => 30.0,
-            Fusion::Calibrated { .. } => 1.0,
+            Fusion::Calibrated { scale, .. } => scale,
         }
     }
 }
@@ -134,7 +139,13 @@ impl Fusion {
 pub struct Subject {
     words: std::collections::HashSet<String>,
     weight: f64,
+    named: f64,
 }
+
+/// What a memory about a person the request names is worth beside one that is not (a
+/// request about Caroline: what Caroline said, "User's colleague Caroline …"). Chosen on
+/// LoCoMo's tuning conversations: see ARCHITECTURE.md. `HEARTH_NAMED_WEIGHT` overrides it.
+pub const NAMED_WEIGHT: f64 = 1.5;
 
 /// What a memory about another named person is worth to a request that does not name them
 /// (chosen on the profile set: see ARCHITECTURE.md). `HEARTH_SUBJECT_WEIGHT` overrides it
@@ -214,7 +225,16 @@ impl Subject {
                 OTHER_PERSON_WEIGHT,
             )
         });
+        static NAMED: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+        let named = *NAMED.get_or_init(|| {
+            experiment(
+                "HEARTH_NAMED_WEIGHT",
+                |w: &f64| w.is_finite() && (1.0..=10.0).contains(w),
+                NAMED_WEIGHT,
+            )
+        });
         Subject {
+            named,
             words: query
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
@@ -256,8 +276,37 @@ impl Subject {
         None
     }
 
-    /// 1, or the discount for a memory about another person the request does not name.
+    /// The speaker of a memory written as a transcript line ("Caroline: I went …"): one
+    /// or two capitalised words before a colon at its start.
+    pub fn speaker(text: &str) -> Option<&str> {
+        let (label, rest) = text.split_once(':')?;
+        let words: Vec<&str> = label.split(' ').collect();
+        let named = (1..=2).contains(&words.len())
+            && words.iter().all(|w| {
+                w.starts_with(|c: char| c.is_uppercase())
+                    && w.chars()
+                        .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
+            });
+        (named && rest.starts_with(' ') && label != "User").then_some(label)
+    }
+
+    /// Whether the request names `person` (every word of the name).
+    fn names(&self, person: &str) -> bool {
+        person
+            .split(' ')
+            .all(|w| self.words.contains(&w.to_lowercase()))
+    }
+
+    /// [`NAMED_WEIGHT`] for a memory about someone the request names; the discount for a
+    /// memory about another person the request does not name; else 1.
     pub fn weight(&self, text: &str) -> f64 {
+        if let Some(person) = Self::other_person(text)
+            .map(|(_, name)| name)
+            .or_else(|| Self::speaker(text))
+            && self.names(person)
+        {
+            return self.named;
+        }
         match Self::other_person(text) {
             Some((relation, name))
                 if !self.words.contains(&name.to_lowercase())
@@ -286,6 +335,30 @@ pub(super) fn block_pool() -> usize {
             BLOCK_POOL,
         )
     })
+}
+
+/// The weight of a memory's context beside its own text in BM25 (FTS5 column weights).
+/// `HEARTH_CONTEXT_WEIGHT` overrides it for experiments.
+pub const CONTEXT_WEIGHT: f64 = 0.5;
+
+/// FTS5's rank function for memories: BM25 with the columns' weights (text, context).
+pub(super) fn bm25_weights() -> &'static str {
+    static W: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    W.get_or_init(|| {
+        let w = experiment(
+            "HEARTH_CONTEXT_WEIGHT",
+            |w: &f64| w.is_finite() && (0.0..=10.0).contains(w),
+            CONTEXT_WEIGHT,
+        );
+        format!("bm25(1.0, {w})")
+    })
+}
+
+/// Whether a memory's vector is made from its context too (`HEARTH_CONTEXT_VECTORS=0`
+/// turns it off for experiments).
+pub(super) fn context_in_vectors() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| experiment("HEARTH_CONTEXT_VECTORS", |_: &u8| true, 1) != 0)
 }
 
 /// An experiment's setting from the environment variable `name`, if it parses and `valid`

@@ -16,7 +16,7 @@ pub(crate) fn new_id() -> String {
 
 pub(crate) const COLUMNS: &str = "id, text, kind, subject, importance, pinned, critical, confidence, source_kind, \
     source_conversation, source_message, source_file, event_at, created_at, updated_at, last_used_at, \
-    use_count, status, removed_at, embed_model, removal_awaits_consent, imported_from";
+    use_count, status, removed_at, embed_model, removal_awaits_consent, imported_from, context";
 
 pub(crate) fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
     let source = match r.get::<_, String>(8)?.as_str() {
@@ -52,7 +52,14 @@ pub(crate) fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
         imported_from: r
             .get::<_, Option<String>>(21)?
             .and_then(|s| serde_json::from_str(&s).ok()),
+        context: r.get(22)?,
     })
+}
+
+/// The context to store: trimmed, at most [`MAX_CONTEXT_CHARS`], none when blank.
+fn context_of(new: &NewMemory) -> Option<String> {
+    let c = new.context.as_deref()?.trim();
+    (!c.is_empty()).then(|| c.chars().take(MAX_CONTEXT_CHARS).collect())
 }
 
 pub(crate) fn check_text(text: &str) -> Result<String> {
@@ -132,8 +139,8 @@ pub(crate) fn insert(
     };
     tx.execute(
         "INSERT INTO memories (id, text, norm, kind, subject, importance, pinned, critical, confidence,
-           source_kind, source_conversation, source_message, source_file, event_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+           source_kind, source_conversation, source_message, source_file, event_at, created_at, updated_at, context)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         params![
             id,
             text,
@@ -150,7 +157,8 @@ pub(crate) fn insert(
             file,
             new.event_at,
             created,
-            now
+            now,
+            context_of(new)
         ],
     )?;
     let op = if actor == Actor::Import {

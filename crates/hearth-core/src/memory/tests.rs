@@ -48,12 +48,10 @@ fn a_users_delete_leaves_no_trace_in_the_index_the_history_or_the_file() {
             Actor::User,
         )
         .expect("add");
-    let m = memories
-        .add(
-            NewMemory::manual(format!("secret word {marker}"), Kind::Fact),
-            Actor::User,
-        )
-        .expect("add");
+    let around = "wombatcontext";
+    let mut new = NewMemory::manual(format!("secret word {marker}"), Kind::Fact);
+    new.context = Some(format!("said after {around}"));
+    let m = memories.add(new, Actor::User).expect("add");
     let m = memories
         .edit(
             &m.id,
@@ -77,11 +75,17 @@ fn a_users_delete_leaves_no_trace_in_the_index_the_history_or_the_file() {
         1,
         "indexed once (the edit replaced the old entry)"
     );
+    assert_eq!(
+        vocab_count(&store, around),
+        1,
+        "its context is indexed once"
+    );
 
     assert!(memories.delete(&m.id).expect("delete"));
     assert!(!memories.delete(&m.id).expect("delete twice"));
     assert_eq!(memories.get(&m.id).expect("get"), None);
     assert_eq!(vocab_count(&store, marker), 0, "gone from the FTS index");
+    assert_eq!(vocab_count(&store, around), 0, "its context too");
     let vectors: i64 = store
         .read_blocking(|c| c.query_row("SELECT count(*) FROM memory_vectors_3", [], |r| r.get(0)))
         .expect("vectors");
@@ -95,10 +99,12 @@ fn a_users_delete_leaves_no_trace_in_the_index_the_history_or_the_file() {
     );
     // No checkpoint here: the delete itself empties the WAL, whose older frames would
     // otherwise still hold the text.
-    assert!(
-        !contains(&raw_bytes(tmp.path()), marker),
-        "secure_delete, an optimised index and a WAL checkpoint leave no copy in the files"
-    );
+    for gone in [marker, around] {
+        assert!(
+            !contains(&raw_bytes(tmp.path()), gone),
+            "secure_delete, an optimised index and a WAL checkpoint leave no copy of {gone}"
+        );
+    }
     assert_eq!(
         memories.get(&keep.id).expect("get").map(|k| k.text),
         Some("likes green tea".into())
@@ -558,4 +564,73 @@ fn removed_memories_that_match_better_cannot_hide_an_active_one_from_keyword_sea
         [active.id.as_str()],
         "only the active memory is listed, found past the removed ones"
     );
+}
+
+#[test]
+fn a_memory_is_found_by_the_words_around_it_but_the_block_carries_only_its_own() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let memories = Memories::new(open(tmp.path()));
+    let mut reply = NewMemory::manual("Melanie: 5 years already! Time flies.", Kind::Episode);
+    reply.context = Some(
+        "Caroline: How long have you and your husband been married?\n\
+         Caroline: Wow, congrats on the anniversary!"
+            .into(),
+    );
+    let reply = memories.add(reply, Actor::Import).expect("add");
+    for filler in [
+        "Melanie: I painted a lake last week.",
+        "Caroline: The parade was fun.",
+    ] {
+        memories
+            .add(NewMemory::manual(filler, Kind::Episode), Actor::Import)
+            .expect("filler");
+    }
+    let question = "How long have Mel and her husband been married?";
+    let found = memories
+        .search(question, None, block::Mode::Bm25, 10)
+        .expect("search");
+    assert_eq!(
+        found.first().map(|c| c.id.as_str()),
+        Some(reply.id.as_str()),
+        "no word of the question is in the memory's own text; its context has them"
+    );
+    let listed = memories
+        .list(&Filter {
+            query: Some("married".into()),
+            ..Filter::default()
+        })
+        .expect("list");
+    assert_eq!(
+        listed.len(),
+        1,
+        "the list's keyword search reads the context too"
+    );
+    assert_eq!(
+        listed[0].context.as_deref().map(|c| c.contains("married")),
+        Some(true)
+    );
+
+    let block = block::build(
+        &memories,
+        question,
+        None,
+        1_000,
+        crate::tokens::Encoding::O200kBase,
+    )
+    .expect("block");
+    assert!(block.ids.contains(&reply.id));
+    assert!(block.text.contains("5 years already"), "{}", block.text);
+    assert!(
+        !block.text.contains("married") && !block.text.contains("anniversary"),
+        "the context is for finding, never sent: {}",
+        block.text
+    );
+    // What its vector is made from: its own words first, then the context.
+    let pending = memories.needing_vectors("m", 10).expect("pending");
+    let input = pending
+        .iter()
+        .find(|(id, _)| *id == reply.id)
+        .map(|(_, t)| t.as_str())
+        .unwrap_or("");
+    assert!(input.starts_with("Melanie: 5 years already!") && input.contains("married"));
 }

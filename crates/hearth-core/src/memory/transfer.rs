@@ -171,6 +171,7 @@ impl Memories {
                 source: Source::Import,
                 event_at: item.memory.event_at,
                 created: Some(item.memory.created),
+                context: item.memory.context.clone(),
             };
             super::validate(&new)
                 .map_err(|e| Error::InvalidInput(format!("line {}: {e}", i + 1)))?;

@@ -126,16 +126,30 @@ impl Memories {
             let mut stmt = c.prepare(
                 // Runs before every turn's block: through the index, not a scan of every
                 // memory (the `!=` split in two ranges, the planner's choice without it).
-                "SELECT id, text FROM memories
+                "SELECT id, text, context FROM memories
                   WHERE n IN (SELECT n FROM memories WHERE embed_model IS NULL
                               UNION ALL SELECT n FROM memories WHERE embed_model < ?1
                               UNION ALL SELECT n FROM memories WHERE embed_model > ?1)
                     AND status != 'superseded' ORDER BY n LIMIT ?2",
             )?;
-            let rows =
-                stmt.query_map(params![model, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map(params![model, limit as i64], |r| {
+                let text: String = r.get(1)?;
+                let context: Option<String> = r.get(2)?;
+                Ok((r.get(0)?, embedding_input(&text, context.as_deref())))
+            })?;
             rows.collect()
         })
+    }
+}
+
+/// What a memory's vector is made from: its text, then its context (the embedder keeps
+/// the first 256 tokens, so the memory's own words always count).
+pub(crate) fn embedding_input(text: &str, context: Option<&str>) -> String {
+    match context {
+        Some(c) if super::rank::context_in_vectors() && !c.trim().is_empty() => {
+            format!("{text}\n{c}")
+        }
+        _ => text.to_owned(),
     }
 }
 

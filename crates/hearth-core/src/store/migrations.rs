@@ -84,6 +84,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory block: index and vector generation",
         sql: include_str!("migrations/0013_memory_block.sql"),
     },
+    Migration {
+        version: 14,
+        name: "memory context",
+        sql: include_str!("migrations/0014_memory_context.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -21,4 +21,9 @@ status: string, removed_at: number | null,
  * Removed by the assistant on its own while learning (not by the user): it waits for
  * the user's consent, and restoring it says no.
  */
-removal_awaits_consent: boolean, };
+removal_awaits_consent: boolean, 
+/**
+ * The words around it where it came from (an imported conversation's neighbouring
+ * turns): search reads them; the prompt's memory block never carries them.
+ */
+context: string | null, };

@@ -454,6 +454,7 @@ impl Learner {
                     .and_then(|d| d.to_zoned(jiff::tz::TimeZone::system()).ok())
                     .map(|z| z.timestamp().as_millisecond()),
                 created: None,
+                context: None,
             };
             if super::validate(&new).is_err() {
                 tracing::warn!("a candidate is empty or too long; skipped");
