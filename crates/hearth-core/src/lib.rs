@@ -35,6 +35,7 @@ pub mod models;
 pub mod paths;
 pub mod pricing;
 pub mod providers;
+pub mod rank;
 pub mod store;
 pub mod time;
 pub mod tokens;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("pricing", 1),
     ("embed", 1),
     ("llm", 1),
+    ("rank", 1),
     ("models", 2),
     ("context", 2),
     ("conversations", 2),
@@ -178,6 +179,25 @@ fn a_lower_module_never_imports_a_higher_one() {
     assert!(
         gone.is_empty(),
         "these known upward edges are gone: take them off KNOWN_UPWARD: {gone:?}"
+    );
+}
+
+/// The hybrid ranker fuses memories and documents alike because it knows neither: it
+/// imports nothing of the crate (ARCHITECTURE.md, `rank.rs`).
+#[test]
+fn the_ranker_knows_nothing_of_what_it_ranks() {
+    let from_rank: Vec<String> = edges()
+        .into_iter()
+        .filter(|(f, _)| f == "rank")
+        .map(|(_, t)| t)
+        .collect();
+    assert!(
+        from_rank.is_empty(),
+        "rank imports {from_rank:?}; keep it free of memory, chunk and store types"
+    );
+    assert!(
+        edges().iter().any(|(f, t)| f == "memory" && t == "rank"),
+        "memory ranks through it"
     );
 }
 

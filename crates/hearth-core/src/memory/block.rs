@@ -15,12 +15,13 @@ pub use super::rank::{
     BLOCK_POOL, BLOCK_RESERVE, CONTEXT_WEIGHT, Fusion, NAMED_WEIGHT, OTHER_PERSON_WEIGHT, RRF_K,
     Subject, VECTOR_WEIGHT,
 };
-use super::rank::{block_pool, block_reserve, bm25_weights, reserve_each_side, strongest_first};
+use super::rank::{block_pool, block_reserve, bm25_weights, reserve_each_side};
 use super::vectors::{TABLE_PREFIX, table_exists};
 use super::{Kind, Memories, fts_query};
 use crate::Result;
 use crate::context::MemorySource;
 use crate::embed::EmbedderSlot;
+use crate::rank::strongest_first;
 use crate::time::{Millis, now_millis};
 use crate::tokens::Encoding;
 
@@ -70,6 +71,18 @@ pub struct Candidate {
     pub similarity: Option<f64>,
     /// 1, or less for a memory about another person the query does not name ([`Subject`]).
     pub subject_weight: f64,
+}
+
+impl Candidate {
+    /// What the two sides found for it, for the ranker.
+    pub fn evidence(&self) -> crate::rank::Evidence {
+        crate::rank::Evidence {
+            lexical_rank: self.lexical_rank,
+            bm25: self.bm25,
+            vector_rank: self.vector_rank,
+            similarity: self.similarity,
+        }
+    }
 }
 
 const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
@@ -250,7 +263,7 @@ impl Memories {
         }
         rank_discounted(&mut ranked);
         for c in &mut ranked {
-            c.relevance = fusion.relevance(c, best_bm25) * c.subject_weight;
+            c.relevance = fusion.relevance(&c.evidence(), best_bm25) * c.subject_weight;
         }
         // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
         ranked.sort_by(|a, b| {
@@ -561,20 +574,5 @@ mod tests {
             1.0,
             "every word of the name"
         );
-    }
-
-    #[test]
-    fn fusion_settings_parse_or_are_refused() {
-        assert_eq!(
-            Fusion::parse("rrf:w=0.5"),
-            Some(Fusion::Rrf { vector_weight: 0.5 })
-        );
-        assert!(matches!(
-            Fusion::parse("calibrated:floor=0.1"),
-            Some(Fusion::Calibrated { floor, .. }) if floor == 0.1
-        ));
-        assert_eq!(Fusion::parse("calibrated:w=1"), None);
-        assert_eq!(Fusion::parse("rrf:w=inf"), None);
-        assert_eq!(Fusion::parse("magic"), None);
     }
 }

@@ -1,133 +1,11 @@
-//! The hybrid ranker's parts, shared by the memory block and memory search (and next by
-//! folder search): how the two sides' evidence becomes one relevance ([`Fusion`]), who a
-//! memory is about ([`Subject`]), and the block's per-side reserve, so that neither side
-//! starves the other. ARCHITECTURE.md, "Memory ranking", has the numbers that chose them.
+//! Memory's own ranking rules over the one hybrid ranker ([`crate::rank`], which folder
+//! search shares): who a memory is about ([`Subject`]), the weight of its context, and the
+//! block's candidate pool and per-side reserve, so that neither side starves the other.
+//! ARCHITECTURE.md, "Memory ranking", has the numbers that chose them.
 
 use super::block::{CANDIDATES, Candidate};
-
-/// Reciprocal-rank-fusion constant.
-pub const RRF_K: f64 = 60.0;
-/// The vector side's weight in reciprocal-rank fusion (BM25's is 1), tuned on LoCoMo
-/// conversations 26 and 30 only: recall@10 there was 0.581 at 1.0, 0.592 at 0.5, 0.623 at
-/// 0.3, 0.640 at 0.2, 0.636 at 0.15 (Porter-stemmed BM25 alone: 0.613).
-pub const VECTOR_WEIGHT: f64 = 0.2;
-
-/// How the two sides' evidence becomes one relevance. `HEARTH_FUSION` overrides it for
-/// experiments (`rrf`, or `calibrated` with `key=value` pairs: see [`Fusion::parse`]);
-/// `HEARTH_VECTOR_WEIGHT` sets the RRF vector weight.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Fusion {
-    /// Reciprocal rank: `1/(k+rank)` from BM25, `w/(k+rank)` from the vector index.
-    Rrf { vector_weight: f64 },
-    /// Calibrated strengths: lexical `L = bm25/best bm25 of the query` (0–1), semantic
-    /// `S = (cosine − floor)/(ceil − floor)` clamped to 0–1, so a close meaning counts with no
-    /// word in common; `relevance = max(wl·L, S) + both·min(wl·L, S)`.
-    Calibrated {
-        floor: f64,
-        ceil: f64,
-        lexical_weight: f64,
-        both: f64,
-        /// What one unit of relevance is worth in the block's score ([`Fusion::scale`]).
-        scale: f64,
-    },
-}
-
-impl Fusion {
-    /// `rrf`, `rrf:w=0.2`, or `calibrated:floor=0.15,ceil=0.6,wl=1,both=0.5` (missing keys
-    /// keep the defaults of [`Fusion::CALIBRATED`]). `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        let mut f = match name.trim() {
-            "rrf" => Fusion::Rrf {
-                vector_weight: VECTOR_WEIGHT,
-            },
-            "calibrated" => Self::CALIBRATED,
-            _ => return None,
-        };
-        for pair in rest.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, v) = pair.split_once('=')?;
-            let v: f64 = v.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
-            match (&mut f, k.trim()) {
-                (Fusion::Rrf { vector_weight }, "w") => *vector_weight = v,
-                (Fusion::Calibrated { floor, .. }, "floor") => *floor = v,
-                (Fusion::Calibrated { ceil, .. }, "ceil") => *ceil = v,
-                (Fusion::Calibrated { lexical_weight, .. }, "wl") => *lexical_weight = v,
-                (Fusion::Calibrated { both, .. }, "both") => *both = v,
-                (Fusion::Calibrated { scale, .. }, "scale") => *scale = v,
-                _ => return None,
-            }
-        }
-        Some(f)
-    }
-
-    /// The calibrated fusion's defaults.
-    pub const CALIBRATED: Fusion = Fusion::Calibrated {
-        floor: 0.15,
-        ceil: 0.6,
-        lexical_weight: 1.0,
-        both: 0.5,
-        scale: 1.0,
-    };
-
-    /// The fusion in use: `HEARTH_FUSION` when it parses, else the default.
-    pub fn current() -> Self {
-        static CURRENT: std::sync::OnceLock<Fusion> = std::sync::OnceLock::new();
-        *CURRENT.get_or_init(|| {
-            if let Some(f) = std::env::var("HEARTH_FUSION")
-                .ok()
-                .and_then(|s| Fusion::parse(&s))
-            {
-                return f;
-            }
-            let vector_weight = std::env::var("HEARTH_VECTOR_WEIGHT")
-                .ok()
-                .and_then(|w| w.parse().ok())
-                .filter(|w: &f64| w.is_finite())
-                .unwrap_or(VECTOR_WEIGHT);
-            Fusion::Rrf { vector_weight }
-        })
-    }
-
-    /// One candidate's relevance, given the best BM25 score among this query's matches.
-    pub(super) fn relevance(self, c: &Candidate, best_bm25: f64) -> f64 {
-        match self {
-            Fusion::Rrf { vector_weight } => {
-                let lex = c
-                    .lexical_rank
-                    .map_or(0.0, |r| 1.0 / (RRF_K + r as f64 + 1.0));
-                let vec = c
-                    .vector_rank
-                    .map_or(0.0, |r| vector_weight / (RRF_K + r as f64 + 1.0));
-                lex + vec
-            }
-            Fusion::Calibrated {
-                floor,
-                ceil,
-                lexical_weight,
-                both,
-                ..
-            } => {
-                let l = match c.bm25 {
-                    Some(b) if best_bm25 > 0.0 => lexical_weight * (b / best_bm25).clamp(0.0, 1.0),
-                    _ => 0.0,
-                };
-                let s = c.similarity.map_or(0.0, |cos| {
-                    ((cos - floor) / (ceil - floor).max(1e-6)).clamp(0.0, 1.0)
-                });
-                l.max(s) + both * l.min(s)
-            }
-        }
-    }
-
-    /// What one unit of relevance is worth in the block's score, beside importance (0–1,
-    /// weight 0.3) and recency/frequency: RRF relevances are ~1/60, calibrated ones 0–1.5.
-    pub(super) fn scale(self) -> f64 {
-        match self {
-            Fusion::Rrf { .. } => 30.0,
-            Fusion::Calibrated { scale, .. } => scale,
-        }
-    }
-}
+use crate::rank::experiment;
+pub use crate::rank::{Fusion, RRF_K, VECTOR_WEIGHT};
 
 /// Subject awareness: a request in the first person is about the user's life. A memory
 /// extraction wrote about someone else by name — "User's colleague Dmitri has a beagle" —
@@ -359,30 +237,6 @@ pub(super) fn bm25_weights() -> &'static str {
 pub(super) fn context_in_vectors() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| experiment("HEARTH_CONTEXT_VECTORS", |_: &u8| true, 1) != 0)
-}
-
-/// An experiment's setting from the environment variable `name`, if it parses and `valid`
-/// accepts it; else `default`.
-fn experiment<T: std::str::FromStr>(name: &str, valid: impl Fn(&T) -> bool, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|w| w.parse().ok())
-        .filter(valid)
-        .unwrap_or(default)
-}
-
-/// The indexes of `found` that have `evidence`, strongest first (ties in their order).
-pub(super) fn strongest_first(
-    found: &[Candidate],
-    evidence: impl Fn(&Candidate) -> Option<f64>,
-) -> Vec<usize> {
-    let mut scored: Vec<(usize, f64)> = found
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| evidence(c).map(|e| (i, e)))
-        .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    scored.into_iter().map(|(i, _)| i).collect()
 }
 
 /// How many of each side's best candidates (closest in meaning; best by words) go into
