@@ -562,6 +562,7 @@ describe('Memory: details', () => {
       'Sam: How do you take your coffee? Sam: Noted, black it is. Search reads these words too; the prompt carries only the memory.',
     );
     assert.equal(await panel.locator('dd[data-field="context"]').count(), 1);
+    await screenshot(page, 'memory-detail-context');
     await row(page, 'm-allergy').locator('button.open').click();
     await until(page, () => document.querySelector('#memory-detail')?.getAttribute('data-memory-id') === 'm-allergy');
     await until(page, () => document.querySelector('dd[data-field="source"]')?.textContent?.trim() === 'Added by you');
