@@ -82,6 +82,22 @@ fn locomo_recall_is_measured_for_every_mode_and_category() {
         let r10 = |row: &Value| row["recall_at_10"].as_f64().unwrap_or(0.0);
         assert!(r10(&hybrid) > r10(&bm25), "{hybrid} vs {bm25}");
         assert!(r10(&hybrid) >= 0.59, "{hybrid}");
+        // Hybrid is at least as good as either side on every split (SPEC §9), and the
+        // reported conversations meet issue 10's target (0.741 measured; 0.625 before the
+        // context and named-person rules).
+        for set in ["tuning", "reported", "all"] {
+            let (b, v, h) = (
+                get(set, "bm25").expect("bm25"),
+                get(set, "vector").expect("vector"),
+                get(set, "hybrid").expect("hybrid"),
+            );
+            assert!(
+                r10(&h) >= r10(&b).max(r10(&v)),
+                "{set}: hybrid {h} below bm25 {b} or vector {v}"
+            );
+        }
+        let reported = get("reported", "hybrid").expect("reported");
+        assert!(r10(&reported) >= 0.70, "{reported}");
         for cat in 1..=4 {
             assert!(
                 rows.iter()

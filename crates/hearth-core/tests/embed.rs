@@ -541,6 +541,13 @@ async fn a_file_that_is_not_the_pinned_release_is_refused_and_nothing_is_install
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_never_ends_is_cut_off_at_its_limit_and_nothing_is_installed() {
+    let (err, _cache, _) = failed_download(HubMode::EndlessConfig).await;
+    let msg = err.to_string();
+    assert!(msg.contains("config.json is larger than 1 MiB"), "{msg}");
+}
+
 #[test]
 fn the_pinned_hashes_are_those_of_the_files_the_tests_use() {
     use sha2::{Digest, Sha256};

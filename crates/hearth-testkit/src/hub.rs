@@ -25,6 +25,8 @@ pub enum HubMode {
     BreakWeights,
     /// Serves a tokenizer.json with one byte changed (a tampered or moved release).
     TamperTokenizer,
+    /// Streams config.json forever, with no length (a hostile or broken server).
+    EndlessConfig,
 }
 
 #[derive(Clone)]
@@ -123,6 +125,14 @@ async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response
             *b ^= 1;
         }
         return (StatusCode::OK, changed).into_response();
+    }
+    if matches!(hub.mode, HubMode::EndlessConfig) && file == "config.json" {
+        let block = Bytes::from(vec![b' '; 64 * 1024]);
+        let endless =
+            futures_util::stream::repeat_with(move || Ok::<Bytes, std::io::Error>(block.clone()));
+        return Response::builder()
+            .body(Body::from_stream(endless))
+            .expect("response");
     }
     if matches!(hub.mode, HubMode::BreakWeights) && file == "model.safetensors" {
         let total = bytes.len();

@@ -343,6 +343,16 @@ async fn get_following_redirects(
     Err("too many redirects".into())
 }
 
+/// The most bytes a model file may have (the largest, bge-small's weights, is 133 MB): a
+/// server that sends more is refused, not written to disk until it fills.
+fn max_bytes(file: &str) -> u64 {
+    match file {
+        "model.safetensors" => 1024 * 1024 * 1024,
+        "tokenizer.json" => 32 * 1024 * 1024,
+        _ => 1024 * 1024,
+    }
+}
+
 enum Saved {
     Network(String),
     Disk(Error),
@@ -379,6 +389,16 @@ async fn write_body(
 ) -> Result<u64, Saved> {
     let disk = |e| Saved::Disk(Error::io(tmp, e));
     let total = response.content_length();
+    let limit = max_bytes(name);
+    let too_large = || {
+        Saved::Network(format!(
+            "{name} is larger than {} MiB; this is not the model, and nothing was installed",
+            limit / (1024 * 1024)
+        ))
+    };
+    if total.is_some_and(|t| t > limit) {
+        return Err(too_large());
+    }
     let mut out = std::fs::File::create(tmp).map_err(disk)?;
     let (mut done, mut reported) = (0u64, 0u64);
     if let Some(p) = progress {
@@ -388,6 +408,9 @@ async fn write_body(
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| Saved::Network(format!("the download broke ({e})")))?;
+        if done + chunk.len() as u64 > limit {
+            return Err(too_large());
+        }
         hasher.update(&chunk);
         out.write_all(&chunk).map_err(disk)?;
         done += chunk.len() as u64;
