@@ -27,6 +27,7 @@ pub mod embed;
 mod error;
 mod events;
 mod failpoint;
+pub mod folders;
 mod fsio;
 mod hearth;
 pub mod llm;

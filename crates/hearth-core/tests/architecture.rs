@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("conversations", 2),
     ("providers", 2),
     ("memory", 2),
+    ("folders", 2),
     ("usage", 2),
     ("chat", 3),
     ("events", 4),

@@ -89,6 +89,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory context",
         sql: include_str!("migrations/0014_memory_context.sql"),
     },
+    Migration {
+        version: 15,
+        name: "watched folders",
+        sql: include_str!("migrations/0015_folders.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
