@@ -86,12 +86,54 @@ impl Sandbox {
     }
 }
 
-struct Driver(Child);
+/// tauri-driver, and the data folder of the app it started.
+struct Driver(Child, PathBuf);
 
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        // The next test's app must not meet this one still exiting: the single-instance
+        // plugin would see its D-Bus name, try to hand over, find it gone, and quit.
+        wait_for_apps_of(&self.1, Duration::from_secs(20));
+    }
+}
+
+/// The pids of running `hearth-desktop` processes whose HEARTH_HOME is `home` (Linux).
+fn apps_of(home: &Path) -> Vec<u32> {
+    let want = format!("HEARTH_HOME={}", home.display());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            comm.trim() == "hearth-desktop"
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .map(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+                    .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Waits until no app of `home` runs; kills what is left after `limit` (only ours: the
+/// environment names this test's data folder).
+fn wait_for_apps_of(home: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = apps_of(home);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            for pid in left {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -124,7 +166,7 @@ fn start_driver_with(sandbox: &Sandbox, env: &[(&str, &str)]) -> (Driver, u16) {
     let child = cmd
         .spawn()
         .expect("start tauri-driver (scripts/setup.sh test installs it)");
-    (Driver(child), port)
+    (Driver(child, sandbox.hearth_home()), port)
 }
 
 /// Connects to tauri-driver, retrying only the session start (the driver needs a moment).
@@ -134,11 +176,18 @@ async fn connect(port: u16) -> Client {
     caps.insert("tauri:options".into(), json!({ "application": app }));
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        match ClientBuilder::native()
-            .capabilities(caps.clone())
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
+        // An app that quits at start leaves the session request unanswered: bounded.
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(90),
+            ClientBuilder::native()
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}")),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            panic!("the app did not open a WebDriver session in 90 s (see its stderr above)")
+        });
+        match attempt {
             Ok(c) => return c,
             Err(e) if Instant::now() < deadline => {
                 eprintln!("waiting for tauri-driver: {e}");
