@@ -165,7 +165,7 @@ pub struct Memory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<serde_json::Value>,
     /// The words around it where it came from (e.g. an imported conversation's turns before
-    /// and after it): searched by words and meaning, never sent in the memory block.
+    /// and after it): searched by words, never sent in the memory block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
 }

@@ -232,11 +232,12 @@ pub(super) fn bm25_weights() -> &'static str {
     })
 }
 
-/// Whether a memory's vector is made from its context too (`HEARTH_CONTEXT_VECTORS=0`
-/// turns it off for experiments).
+/// Whether a memory's vector is made from its context too. Off: on LoCoMo's tuning
+/// conversations it added 0.004 to recall@10 (0.754 → 0.758) for three times the text to
+/// embed. `HEARTH_CONTEXT_VECTORS=1` turns it on for experiments.
 pub(super) fn context_in_vectors() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| experiment("HEARTH_CONTEXT_VECTORS", |_: &u8| true, 1) != 0)
+    *ON.get_or_init(|| experiment("HEARTH_CONTEXT_VECTORS", |_: &u8| true, 0) != 0)
 }
 
 /// How many of each side's best candidates (closest in meaning; best by words) go into

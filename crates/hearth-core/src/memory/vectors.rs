@@ -142,8 +142,9 @@ impl Memories {
     }
 }
 
-/// What a memory's vector is made from: its text, then its context (the embedder keeps
-/// the first 256 tokens, so the memory's own words always count).
+/// What a memory's vector is made from: its own text (its context too only as an
+/// experiment, [`super::rank::context_in_vectors`]: then text first, so the embedder's
+/// first 256 tokens always hold the memory's own words).
 pub(crate) fn embedding_input(text: &str, context: Option<&str>) -> String {
     match context {
         Some(c) if super::rank::context_in_vectors() && !c.trim().is_empty() => {
