@@ -178,19 +178,18 @@ impl Subject {
     /// [`NAMED_WEIGHT`] for a memory about someone the request names; the discount for a
     /// memory about another person the request does not name; else 1.
     pub fn weight(&self, text: &str) -> f64 {
-        if let Some(person) = Self::other_person(text)
-            .map(|(_, name)| name)
-            .or_else(|| Self::speaker(text))
+        let other = Self::other_person(text);
+        if let Some(person) = other.map(|(_, name)| name).or_else(|| Self::speaker(text))
             && self.names(person)
         {
             return self.named;
         }
-        match Self::other_person(text) {
-            Some((relation, name))
-                if !self.words.contains(&name.to_lowercase())
-                    && !relation
-                        .split(|c: char| !c.is_alphanumeric())
-                        .any(|w| w.len() >= 3 && self.words.contains(&w.to_lowercase())) =>
+        match other {
+            // Named in the request: returned above (`names`).
+            Some((relation, _))
+                if !relation
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w.len() >= 3 && self.words.contains(&w.to_lowercase())) =>
             {
                 self.weight
             }
