@@ -146,6 +146,8 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
                         },
                     );
                 }
+                // The Folders screen reads counts from the store on `store_changed`.
+                Ok(Event::IndexProgress { .. }) => {}
                 Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => break,
             }

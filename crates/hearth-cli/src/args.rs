@@ -96,6 +96,49 @@ pub enum Command {
         #[command(subcommand)]
         command: EmbeddingCommand,
     },
+    /// Folders Hearth reads for you: add, remove, list, their files, pause and resume.
+    ///
+    /// Adding a folder walks it and queues its files; `hearth index --wait` (or the app)
+    /// indexes them. Hidden files, .gitignore'd files and build folders are left out; links
+    /// are never followed out of the folder. Nothing leaves this computer, and removing a
+    /// folder removes only Hearth's index of it.
+    Folders {
+        #[command(subcommand)]
+        command: FoldersCommand,
+    },
+    /// Index the watched folders: notice what changed, then (with --wait) read the files.
+    ///
+    /// Progress goes to stderr (JSON lines with --json); stdout gets one summary. If another
+    /// process is indexing, --wait follows its progress instead. Files that are skipped or
+    /// fail never change the exit code: `hearth folders files PATH` says why.
+    Index {
+        /// Also index the queued files here and return when every file is read and
+        /// searchable by keyword.
+        #[arg(long)]
+        wait: bool,
+        /// As --wait, then also give every chunk a vector from the embedding model in use
+        /// (none: the summary says "unavailable"; nothing is downloaded).
+        #[arg(long)]
+        wait_vectors: bool,
+    },
+    /// Search the watched folders' files.
+    ///
+    /// Results name the file, its heading, lines and page, with a snippet and the chunk id
+    /// a chat answer cites. Hybrid search falls back to keyword (bm25) search while the
+    /// chunks have no vectors, and says so in `warning`.
+    Search {
+        /// What to look for.
+        query: String,
+        /// How many results.
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        /// hybrid, bm25 or vector.
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
+        /// Only files in this watched folder.
+        #[arg(long)]
+        folder: Option<std::path::PathBuf>,
+    },
     /// Durable background jobs (learning from conversations, re-embedding memories).
     ///
     /// The desktop app runs them as they come; `hearth chat` runs the one it waits for.
@@ -178,6 +221,28 @@ pub enum ProvidersCommand {
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FoldersCommand {
+    /// Watch a folder: walk it and queue its files for indexing (the same folder twice is
+    /// one folder; one inside or around a watched folder is refused).
+    Add { path: std::path::PathBuf },
+    /// Stop watching a folder; its index (chunks, vectors) goes, its files stay untouched.
+    Remove { path: std::path::PathBuf },
+    /// The watched folders with their state and counts.
+    List,
+    /// Every entry the walk met in a folder, with its status and, when not indexed, why.
+    Files {
+        path: std::path::PathBuf,
+        /// Only this status: indexed, pending, skipped or failed.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Pause indexing of a folder (every folder without PATH). Kept across restarts.
+    Pause { path: Option<std::path::PathBuf> },
+    /// Resume indexing of a folder (every folder without PATH).
+    Resume { path: Option<std::path::PathBuf> },
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 mod args;
 mod chat;
 mod embedding;
+mod folders;
 mod key;
 mod memory;
 mod output;
@@ -24,6 +25,11 @@ use output::{Failure, Out};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // The extraction worker (a child of this binary, started by the indexer): it reads
+    // hostile files so the indexing process never does.
+    if std::env::args().nth(1).as_deref() == Some(hearth_core::folders::worker::WORKER_ARG) {
+        return ExitCode::from(hearth_core::folders::worker::serve().clamp(0, 255) as u8);
+    }
     // SAFETY: first thing in main, before any other thread exists.
     unsafe { hearth_core::embed::single_threaded_kernels() };
     let json_requested = std::env::args().any(|a| a == "--json");
@@ -71,6 +77,16 @@ fn main() -> ExitCode {
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),
         Command::Embedding { command } => embedding::run(&out, command),
+        Command::Folders { command } => folders::run(&out, command),
+        Command::Index { wait, wait_vectors } => {
+            folders::index(&out, wait || wait_vectors, wait_vectors)
+        }
+        Command::Search {
+            query,
+            k,
+            mode,
+            folder,
+        } => folders::search(&out, &query, k, &mode, folder.as_deref()),
         Command::Eval {
             command:
                 EvalCommand::Memory {

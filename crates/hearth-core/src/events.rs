@@ -21,4 +21,6 @@ pub enum Event {
         done: usize,
         total: usize,
     },
+    /// Indexing watched folders: `done` files of `total` handled in this run.
+    IndexProgress { done: u64, total: u64 },
 }

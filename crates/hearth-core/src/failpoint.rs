@@ -20,7 +20,7 @@ static PANIC_AT: OnceLock<Option<String>> = OnceLock::new();
 pub(crate) fn delay(name: &str) {
     let target = DELAY_AT.get_or_init(|| {
         let v = std::env::var("HEARTH_TEST_DELAY_AT").ok()?;
-        let (point, ms) = v.split_once(':')?;
+        let (point, ms) = v.rsplit_once(':')?;
         Some((
             point.to_owned(),
             Duration::from_millis(ms.trim().parse().ok()?),

@@ -46,9 +46,10 @@ mod usage;
 pub use error::{Error, Result, ServiceError};
 pub use events::Event;
 pub use hearth::{
-    ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, Hearth,
-    JobResult, JobRunner, LocalModelStatus, MemoryCounts, MemoryDetail, MemoryService,
-    ModelService, ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, Status,
+    ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
+    FolderState, FolderSummary, Hearth, INGEST_JOB, IndexOptions, IndexSummary, JobResult,
+    JobRunner, LocalModelStatus, MemoryCounts, MemoryDetail, MemoryService, ModelService,
+    ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, Status,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

@@ -79,6 +79,12 @@ impl DataDir {
         self.root.join("run")
     }
 
+    /// The indexer's lock: held by the one process indexing watched folders (the kernel
+    /// frees it when that process dies, even by kill -9).
+    pub fn index_lock_path(&self) -> PathBuf {
+        self.root.join("index.lock")
+    }
+
     /// Log files.
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")

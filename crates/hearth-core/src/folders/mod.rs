@@ -4,13 +4,21 @@
 //! [`Folders::reconcile`] walks a folder ([`walk`]) and brings its rows up to date — new
 //! and changed files become `pending`, files that went are removed, what cannot be indexed
 //! is `skipped` with a fixed reason — so changes made while nothing ran are noticed.
-//! Extraction, chunking, watching and search build on these rows.
+//! [`index`] takes the pending files: the extraction worker ([`worker`], a child process
+//! running [`extract`] and [`chunk`]) reads each, and its chunks are committed with their
+//! FTS rows in one transaction; [`search`] finds them.
 //!
-//! **Invariant:** nothing here opens a file's content (that is the extraction worker's,
-//! in a child process); the walk reads metadata only, and never follows a link out of the
-//! folder.
+//! **Invariant:** the app's process never parses a file's content (that is the extraction
+//! worker's, in a child process); the walk reads metadata only, and never follows a link
+//! out of the folder.
 
+pub mod chunk;
+pub mod extract;
+pub mod index;
+pub mod search;
+pub mod vectors;
 mod walk;
+pub mod worker;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +68,7 @@ impl FileStatus {
 }
 
 /// Why a file is skipped or failed: a fixed code (`docs/cli.md`), with a message beside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     TooLarge,
@@ -157,6 +165,8 @@ pub struct ScanReport {
     pub queued: u64,
     /// Rows of files that are gone.
     pub removed: u64,
+    /// Files renamed or moved inside the folder: their rows moved, nothing re-read.
+    pub moved: u64,
     /// Entries skipped, with their reason.
     pub skipped: u64,
     /// The folder's path was gone: nothing was changed, its index is kept.
@@ -305,10 +315,18 @@ impl Folders {
         let id = folder.id;
         self.store.write_blocking(move |c| {
             let tx = c.transaction()?;
+            // Chunks go with their files (ON DELETE CASCADE), their FTS rows by trigger.
+            tx.execute(
+                "DELETE FROM chunks WHERE file_id IN (SELECT id FROM folder_files WHERE folder_id = ?1)",
+                [id],
+            )?;
             tx.execute("DELETE FROM folder_files WHERE folder_id = ?1", [id])?;
             tx.execute("DELETE FROM folders WHERE id = ?1", [id])?;
+            // Rewrite the index's segments so no term of the removed text stays in them.
+            tx.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')", [])?;
             tx.commit()
         })?;
+        self.store.checkpoint_wal();
         Ok(folder)
     }
 
@@ -407,8 +425,19 @@ impl Folders {
             let mut report = ScanReport::default();
             let mut seen = std::collections::HashSet::new();
             for entry in &found {
-                report.seen += 1;
                 seen.insert(entry.rel_path.clone());
+            }
+            // Rows whose entry went, by file id: a new path with the same file id, size
+            // and mtime is the same file renamed or moved, and its row (chunks, vectors)
+            // moves with it instead of being indexed again.
+            let mut gone: HashMap<String, (String, Option<i64>, Option<i64>)> = known
+                .iter()
+                .filter(|(rel, _)| !seen.contains(*rel))
+                .filter_map(|(rel, k)| Some((k.2.clone()?, (rel.clone(), k.0, k.1))))
+                .collect();
+            let mut moved_from = std::collections::HashSet::new();
+            for entry in &found {
+                report.seen += 1;
                 let size = entry.size.map(|s| s as i64);
                 match entry.found {
                     Found::File => {
@@ -419,6 +448,21 @@ impl Folders {
                                 && k.3 != "skipped"
                         });
                         if unchanged {
+                            continue;
+                        }
+                        if !known.contains_key(&entry.rel_path)
+                            && let Some(fid) = &entry.file_id
+                            && let Some((old, osize, omtime)) = gone.get(fid)
+                            && *osize == size
+                            && *omtime == entry.mtime
+                        {
+                            tx.execute(
+                                "UPDATE folder_files SET rel_path = ?1 WHERE folder_id = ?2 AND rel_path = ?3",
+                                params![entry.rel_path, id, old],
+                            )?;
+                            moved_from.insert(old.clone());
+                            gone.remove(fid);
+                            report.moved += 1;
                             continue;
                         }
                         report.queued += 1;
@@ -436,13 +480,18 @@ impl Folders {
                             "INSERT INTO folder_files (folder_id, rel_path, size, mtime, file_id, hash, status, reason_code, message)
                              VALUES (?1, ?2, ?3, ?4, ?5, NULL, 'skipped', ?6, ?7)
                              ON CONFLICT (folder_id, rel_path) DO UPDATE SET size = ?3, mtime = ?4,
-                               file_id = ?5, hash = NULL, status = 'skipped', reason_code = ?6, message = ?7",
+                               file_id = ?5, hash = NULL, status = 'skipped', reason_code = ?6, message = ?7, chunks = 0",
                             params![id, entry.rel_path, size, entry.mtime, entry.file_id, reason.as_str(), message],
+                        )?;
+                        tx.execute(
+                            "DELETE FROM chunks WHERE file_id = (SELECT id FROM folder_files WHERE folder_id = ?1 AND rel_path = ?2)",
+                            params![id, entry.rel_path],
                         )?;
                     }
                 }
             }
-            for rel in known.keys().filter(|k| !seen.contains(*k)) {
+            for rel in known.keys().filter(|k| !seen.contains(*k) && !moved_from.contains(*k)) {
+                // Its chunks go with it (ON DELETE CASCADE), their FTS rows by trigger.
                 tx.execute(
                     "DELETE FROM folder_files WHERE folder_id = ?1 AND rel_path = ?2",
                     params![id, rel],

@@ -68,6 +68,8 @@ pub enum JobResult {
     Learned(Vec<Change>),
     /// Re-embedding: how many memories got a vector.
     Embedded(usize),
+    /// Folder ingestion: how many files were handled (`None`: another process indexes).
+    Ingested(Option<u64>),
 }
 
 /// What a handler reports back.
@@ -113,6 +115,7 @@ impl JobRunner {
         let mut handlers: HashMap<&'static str, Arc<dyn JobHandler>> = HashMap::new();
         handlers.insert(LEARN_JOB, Arc::new(LearnHandler));
         handlers.insert(REEMBED_JOB, Arc::new(ReembedHandler));
+        handlers.insert(super::folders::INGEST_JOB, Arc::new(IngestHandler));
         Self {
             hearth,
             policy: RunPolicy::default(),
@@ -422,6 +425,27 @@ impl JobHandler for ReembedHandler {
             let n = blocking(move || hearth.reembed_for(&job)).await?;
             Ok(Outcome {
                 result: JobResult::Embedded(n),
+                finished: false,
+            })
+        })
+    }
+}
+
+/// `folder_ingest`: index the pending files of watched folders, in the ingest lane (below
+/// the user's turn and memory work), under the indexer's lock.
+struct IngestHandler;
+
+impl JobHandler for IngestHandler {
+    fn lane(&self) -> Lane {
+        Lane::Ingest
+    }
+
+    fn run(&self, ctx: JobContext) -> BoxFuture<'static, Result<Outcome>> {
+        Box::pin(async move {
+            let hearth = ctx.hearth;
+            let n = blocking(move || hearth.folders().run_queue(&|| false)).await?;
+            Ok(Outcome {
+                result: JobResult::Ingested(n),
                 finished: false,
             })
         })

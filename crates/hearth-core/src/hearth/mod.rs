@@ -2,6 +2,7 @@
 
 mod conversations;
 mod embedding;
+mod folders;
 mod jobs;
 mod liveness;
 mod memory;
@@ -13,6 +14,9 @@ const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 pub use conversations::ConversationService;
 use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
+pub use folders::{
+    FolderService, FolderState, FolderSummary, INGEST_JOB, IndexOptions, IndexSummary,
+};
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use liveness::STALE_TURN;
 use liveness::{Liveness, sweep_dead_turns};
@@ -213,6 +217,11 @@ impl Hearth {
     /// Memory: every use case of the Memory screen and `hearth memory`.
     pub fn memory(&self) -> MemoryService {
         MemoryService::new(self.clone())
+    }
+
+    /// Watched folders, indexing and document search, one method per use case.
+    pub fn folders(&self) -> FolderService {
+        FolderService::new(self.clone())
     }
 
     /// Providers and model slots, one method per use case.

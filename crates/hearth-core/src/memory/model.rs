@@ -289,39 +289,4 @@ pub fn normalize(text: &str) -> String {
         .to_owned()
 }
 
-/// Words too common to search by (English); a query made only of them searches them all.
-const STOPWORDS: &[&str] = &[
-    "a", "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-    "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "him", "his",
-    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she",
-    "should", "so", "some", "than", "that", "the", "their", "them", "then", "there", "these",
-    "they", "this", "to", "try", "up", "us", "was", "we", "were", "what", "when", "where", "which",
-    "who", "why", "will", "with", "would", "you", "your",
-];
-
-/// An FTS5 query matching any of the words of `text` (quoted, so no syntax gets through),
-/// without stopwords (they match everything and rank nothing).
-pub fn fts_query(text: &str) -> Option<String> {
-    let all: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let content: Vec<&String> = all
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .collect();
-    let chosen: Vec<&String> = if content.is_empty() {
-        all.iter().collect()
-    } else {
-        content
-    };
-    let mut seen = std::collections::HashSet::new();
-    let words: Vec<String> = chosen
-        .into_iter()
-        .filter(|w| seen.insert(w.as_str()))
-        .take(32)
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
-}
+pub use crate::rank::fts_query;

@@ -94,6 +94,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "watched folders",
         sql: include_str!("migrations/0015_folders.sql"),
     },
+    Migration {
+        version: 16,
+        name: "folder chunks",
+        sql: include_str!("migrations/0016_chunks.sql"),
+    },
+    Migration {
+        version: 17,
+        name: "chunk vectors",
+        sql: include_str!("migrations/0017_chunk_vectors.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -1,0 +1,256 @@
+//! `hearth folders`, `hearth index` and `hearth search`: text or JSON over the façade's
+//! folder service (every rule lives there).
+
+use std::io::Write;
+use std::path::Path;
+
+use hearth_core::folders::FileStatus;
+use hearth_core::folders::search::Mode;
+use hearth_core::{FolderSummary, Hearth, IndexOptions};
+use serde::Serialize;
+
+use crate::args::FoldersCommand;
+use crate::open_options;
+use crate::output::{Failure, Out};
+
+fn hearth() -> Result<Hearth, Failure> {
+    Ok(Hearth::open_oneshot(&open_options()?)?)
+}
+
+pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
+    let hearth = hearth()?;
+    let folders = hearth.folders();
+    match command {
+        FoldersCommand::Add { path } => {
+            let (folder, scan) = folders.add(&path)?;
+            if out.json {
+                #[derive(Serialize)]
+                struct Added<'a> {
+                    #[serde(flatten)]
+                    folder: &'a FolderSummary,
+                    scan: hearth_core::folders::ScanReport,
+                }
+                out.print_json(&Added {
+                    folder: &folder,
+                    scan,
+                });
+            } else {
+                println!(
+                    "Watching {}: {} files to index, {} skipped. `hearth index --wait` indexes them now (the app does it in the background).",
+                    folder.path, folder.files.pending, folder.files.skipped
+                );
+            }
+        }
+        FoldersCommand::Remove { path } => {
+            let removed = folders.remove(&path)?;
+            if out.json {
+                out.print_json(
+                    &serde_json::json!({ "id": removed.id, "path": removed.path, "removed": true }),
+                );
+            } else {
+                println!(
+                    "Stopped watching {}; its index is gone (the files themselves are untouched).",
+                    removed.path
+                );
+            }
+        }
+        FoldersCommand::List => {
+            let list = folders.list()?;
+            if out.json {
+                out.print_json(&list);
+            } else if list.is_empty() {
+                println!("No watched folders. Add one with `hearth folders add PATH`.");
+            } else {
+                for f in &list {
+                    println!(
+                        "{}  [{}]  {} indexed, {} pending, {} skipped, {} failed; {} chunks",
+                        f.path,
+                        state_label(f),
+                        f.files.indexed,
+                        f.files.pending,
+                        f.files.skipped,
+                        f.files.failed,
+                        f.chunks
+                    );
+                }
+            }
+        }
+        FoldersCommand::Files { path, status } => {
+            let status = status.as_deref().map(FileStatus::parse).transpose()?;
+            let files = folders.files(&path, status)?;
+            if out.json {
+                #[derive(Serialize)]
+                struct Row<'a> {
+                    path: &'a str,
+                    status: FileStatus,
+                    reason_code: Option<hearth_core::folders::Reason>,
+                    message: Option<&'a str>,
+                }
+                let rows: Vec<Row<'_>> = files
+                    .iter()
+                    .map(|f| Row {
+                        path: &f.path,
+                        status: f.status,
+                        reason_code: f.reason_code,
+                        message: f.message.as_deref(),
+                    })
+                    .collect();
+                out.print_json(&rows);
+            } else {
+                for f in &files {
+                    match (&f.reason_code, &f.message) {
+                        (Some(r), Some(m)) => {
+                            println!(
+                                "{:<8} {}  ({}: {})",
+                                f.status.as_str(),
+                                f.path,
+                                r.as_str(),
+                                m
+                            )
+                        }
+                        (Some(r), None) => {
+                            println!("{:<8} {}  ({})", f.status.as_str(), f.path, r.as_str())
+                        }
+                        _ => println!("{:<8} {}", f.status.as_str(), f.path),
+                    }
+                }
+            }
+        }
+        FoldersCommand::Pause { path } => pause(out, &hearth, path.as_deref(), true)?,
+        FoldersCommand::Resume { path } => pause(out, &hearth, path.as_deref(), false)?,
+    }
+    Ok(())
+}
+
+fn state_label(f: &FolderSummary) -> &'static str {
+    match f.state {
+        hearth_core::FolderState::Paused => "paused",
+        hearth_core::FolderState::Unavailable => "unavailable: its index is kept",
+        hearth_core::FolderState::Indexing => "indexing",
+        hearth_core::FolderState::Idle => "up to date",
+    }
+}
+
+fn pause(out: &Out, hearth: &Hearth, path: Option<&Path>, paused: bool) -> Result<(), Failure> {
+    let changed = hearth.folders().set_paused(path, paused)?;
+    if out.json {
+        let rows: Vec<_> = changed
+            .iter()
+            .map(|f| serde_json::json!({ "path": f.path, "paused": f.paused }))
+            .collect();
+        out.print_json(&rows);
+    } else {
+        let verb = if paused { "Paused" } else { "Resumed" };
+        if changed.is_empty() {
+            println!("No watched folders.");
+        }
+        for f in &changed {
+            println!("{verb} {}", f.path);
+        }
+    }
+    Ok(())
+}
+
+pub fn index(out: &Out, wait: bool, wait_vectors: bool) -> Result<(), Failure> {
+    let hearth = hearth()?;
+    let options = IndexOptions {
+        wait,
+        wait_vectors,
+        ..IndexOptions::default()
+    };
+    let json = out.json;
+    let mut stderr = std::io::stderr();
+    let live = std::io::IsTerminal::is_terminal(&stderr);
+    let summary = hearth.folders().index(&options, &mut |p| {
+        if json {
+            if let Ok(line) = serde_json::to_string(p) {
+                let _ = writeln!(stderr, "{line}");
+            }
+        } else {
+            match p.phase {
+                "scan" => {
+                    let _ = writeln!(stderr, "{} files to index", p.total);
+                }
+                "done" => {}
+                "embed" if live => {
+                    let _ = write!(stderr, "\rvectors for {} of {} chunks   ", p.done, p.total);
+                }
+                _ if live => {
+                    let _ = write!(stderr, "\rindexed {} of {} files", p.done, p.total);
+                }
+                _ => {}
+            }
+        }
+    })?;
+    if out.json {
+        out.print_json(&summary);
+    } else {
+        if wait && live {
+            eprintln!();
+        }
+        let f = &summary.files;
+        println!(
+            "{} indexed, {} pending, {} skipped, {} failed; {} chunks; vectors {}{}",
+            f.indexed,
+            f.pending,
+            f.skipped,
+            f.failed,
+            summary.chunks,
+            summary.vectors,
+            summary
+                .vectors_reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+pub fn search(
+    out: &Out,
+    query: &str,
+    k: usize,
+    mode: &str,
+    folder: Option<&Path>,
+) -> Result<(), Failure> {
+    let mode = Mode::parse(mode).ok_or_else(|| {
+        Failure::new(
+            "invalid_input",
+            format!("unknown mode {mode:?} (hybrid, bm25 or vector)"),
+        )
+    })?;
+    let hearth = hearth()?;
+    let found = hearth.folders().search(query, k, mode, folder)?;
+    if out.json {
+        out.print_json(&found);
+        return Ok(());
+    }
+    if let Some(w) = &found.warning {
+        eprintln!("note: {w}");
+    }
+    if found.results.is_empty() {
+        println!("Nothing found.");
+    }
+    for hit in &found.results {
+        let place = match hit.page {
+            Some(p) => format!("page {p}"),
+            None if hit.line_start == hit.line_end => format!("line {}", hit.line_start),
+            None => format!("lines {}-{}", hit.line_start, hit.line_end),
+        };
+        let heading = hit
+            .heading
+            .as_deref()
+            .map(|h| format!(" — {h}"))
+            .unwrap_or_default();
+        println!(
+            "{}. {} ({place}){heading}  [{:.3}]",
+            hit.rank, hit.path, hit.score
+        );
+        println!(
+            "   {}",
+            hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    }
+    Ok(())
+}

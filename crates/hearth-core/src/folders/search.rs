@@ -1,0 +1,268 @@
+//! Search over the chunks of watched folders. Keyword search is FTS5's BM25 over each
+//! chunk's text and heading path (the heading at half weight), ranked inside FTS5 with
+//! `ORDER BY rank LIMIT` so only the best rows are joined. Results carry where the passage
+//! is (path, heading, line range, page) and a chunk id, by which the chat cites it.
+//! The vector side and its fusion through `crate::rank` come with chunk vectors; until a
+//! folder's chunks have vectors, hybrid search is keyword search and says so.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use crate::Result;
+use crate::store::Store;
+
+/// How deep each side looks before fusion (SPEC §9: at least 20).
+pub const CANDIDATES: usize = 40;
+
+/// The FTS5 rank function for chunks: the text counts fully, the heading path at half.
+const BM25_WEIGHTS: &str = "bm25(1.0, 0.5)";
+
+/// A search mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Hybrid,
+    Bm25,
+    Vector,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        Some(match s {
+            "hybrid" => Mode::Hybrid,
+            "bm25" => Mode::Bm25,
+            "vector" => Mode::Vector,
+            _ => return None,
+        })
+    }
+}
+
+/// One passage found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// 1-based.
+    pub rank: usize,
+    pub score: f64,
+    pub chunk_id: i64,
+    /// The file, absolute.
+    pub path: String,
+    /// The watched folder it is in.
+    pub folder: String,
+    pub heading: Option<String>,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub page: Option<u32>,
+    /// The passage around the words that matched (at most ~40 words).
+    pub snippet: String,
+}
+
+/// What a search returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Found {
+    /// The mode that ran (hybrid falls back to bm25 when there are no vectors).
+    pub mode: Mode,
+    pub warning: Option<String>,
+    pub results: Vec<Hit>,
+}
+
+/// Keyword (BM25) search over every indexed chunk, or those of `folder`.
+pub fn keyword(store: &Store, text: &str, k: usize, folder: Option<i64>) -> Result<Vec<Hit>> {
+    let Some(q) = crate::rank::fts_query(text) else {
+        return Ok(Vec::new());
+    };
+    let k = k.clamp(1, 200);
+    store.read_blocking(move |c| {
+        // FTS5 is the outer loop and consumes `ORDER BY rank`, so the LIMIT stops the
+        // joins (and the snippets) after the best rows.
+        let mut stmt = c.prepare_cached(
+            "SELECT chunks_fts.rowid, -rank, snippet(chunks_fts, 0, '', '', '…', 40),
+                    ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path, d.id
+               FROM chunks_fts
+               JOIN chunks ch ON ch.id = chunks_fts.rowid
+               JOIN folder_files f ON f.id = ch.file_id
+               JOIN folders d ON d.id = f.folder_id
+              WHERE chunks_fts MATCH ?1 AND rank MATCH ?3 AND (?4 IS NULL OR d.id = ?4)
+              ORDER BY rank LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![q, k as i64, BM25_WEIGHTS, folder], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, f64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, i64>(9)?,
+            ))
+        })?;
+        let mut hits = Vec::new();
+        for row in rows {
+            let (id, score, snippet, heading, ls, le, page, root, rel, _folder_id) = row?;
+            hits.push(Hit {
+                rank: hits.len() + 1,
+                score,
+                chunk_id: id,
+                path: std::path::Path::new(&root)
+                    .join(rel)
+                    .to_string_lossy()
+                    .into_owned(),
+                folder: root,
+                heading,
+                line_start: u32::try_from(ls).unwrap_or(0),
+                line_end: u32::try_from(le).unwrap_or(0),
+                page: page.and_then(|p| u32::try_from(p).ok()),
+                snippet,
+            });
+        }
+        Ok(hits)
+    })
+}
+
+/// The vector side's weight when chunk results are fused (BM25's is 1): reciprocal-rank
+/// fusion, as memory search, with its own weight for passages of documents.
+pub const CHUNK_VECTOR_WEIGHT: f64 = 0.5;
+
+/// The fusion of chunk results: `HEARTH_CHUNK_VECTOR_WEIGHT` overrides the weight for
+/// experiments.
+pub fn fusion() -> crate::rank::Fusion {
+    crate::rank::Fusion::Rrf {
+        vector_weight: crate::rank::experiment(
+            "HEARTH_CHUNK_VECTOR_WEIGHT",
+            |w: &f64| w.is_finite() && *w >= 0.0,
+            CHUNK_VECTOR_WEIGHT,
+        ),
+    }
+}
+
+/// Where chunks `ids` are, with the first words of each as its snippet.
+fn details(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64, Hit>> {
+    store.read_blocking(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT ch.text, ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path
+               FROM chunks ch JOIN folder_files f ON f.id = ch.file_id
+               JOIN folders d ON d.id = f.folder_id WHERE ch.id = ?1",
+        )?;
+        let mut out = std::collections::HashMap::new();
+        for id in ids {
+            let row = stmt.query_row([id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            });
+            let (text, heading, ls, le, page, root, rel) = match row {
+                Ok(r) => r,
+                Err(rusqlite::Error::QueryReturnedNoRows) => continue,
+                Err(e) => return Err(e),
+            };
+            let words: Vec<&str> = text.split_whitespace().take(40).collect();
+            let mut snippet = words.join(" ");
+            if text.split_whitespace().nth(40).is_some() {
+                snippet.push('…');
+            }
+            out.insert(
+                id,
+                Hit {
+                    rank: 0,
+                    score: 0.0,
+                    chunk_id: id,
+                    path: std::path::Path::new(&root)
+                        .join(rel)
+                        .to_string_lossy()
+                        .into_owned(),
+                    folder: root,
+                    heading,
+                    line_start: u32::try_from(ls).unwrap_or(0),
+                    line_end: u32::try_from(le).unwrap_or(0),
+                    page: page.and_then(|p| u32::try_from(p).ok()),
+                    snippet,
+                },
+            );
+        }
+        Ok(out)
+    })
+}
+
+/// Vector search: the `k` chunks nearest to the query's vector, score = cosine similarity.
+pub fn vector(
+    store: &Store,
+    model: &str,
+    query: &[f32],
+    k: usize,
+    folder: Option<i64>,
+) -> Result<Vec<Hit>> {
+    let near = super::vectors::nearest(store, model, query, k.clamp(1, 200), folder)?;
+    let mut found = details(store, near.iter().map(|(id, _)| *id).collect())?;
+    Ok(near
+        .iter()
+        .filter_map(|(id, sim)| found.remove(id).map(|h| (h, *sim)))
+        .enumerate()
+        .map(|(i, (h, sim))| Hit {
+            rank: i + 1,
+            score: sim,
+            ..h
+        })
+        .collect())
+}
+
+/// Hybrid search: [`CANDIDATES`] from each side, fused by the one ranker (`crate::rank`).
+/// A chunk without a vector is still found by its words.
+pub fn hybrid(
+    store: &Store,
+    text: &str,
+    model: &str,
+    query: &[f32],
+    k: usize,
+    folder: Option<i64>,
+) -> Result<Vec<Hit>> {
+    use crate::rank::Evidence;
+    let k = k.clamp(1, 200);
+    let depth = k.max(CANDIDATES);
+    let lexical = keyword(store, text, depth, folder)?;
+    let near = super::vectors::nearest(store, model, query, depth, folder)?;
+    let mut evidence: std::collections::HashMap<i64, Evidence> = std::collections::HashMap::new();
+    for (i, h) in lexical.iter().enumerate() {
+        let e = evidence.entry(h.chunk_id).or_default();
+        e.lexical_rank = Some(i);
+        e.bm25 = Some(h.score);
+    }
+    for (i, (id, sim)) in near.iter().enumerate() {
+        let e = evidence.entry(*id).or_default();
+        e.vector_rank = Some(i);
+        e.similarity = Some(*sim);
+    }
+    let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
+    let fusion = fusion();
+    let mut ranked: Vec<(i64, f64)> = evidence
+        .iter()
+        .map(|(id, e)| (*id, fusion.relevance(e, best_bm25)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(k);
+    let mut by_id: std::collections::HashMap<i64, Hit> =
+        lexical.into_iter().map(|h| (h.chunk_id, h)).collect();
+    let missing: Vec<i64> = ranked
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| !by_id.contains_key(id))
+        .collect();
+    by_id.extend(details(store, missing)?);
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(id, score)| by_id.remove(&id).map(|h| (h, score)))
+        .enumerate()
+        .map(|(i, (h, score))| Hit {
+            rank: i + 1,
+            score,
+            ..h
+        })
+        .collect())
+}

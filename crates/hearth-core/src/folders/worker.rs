@@ -1,0 +1,351 @@
+//! The extraction worker: a child process that reads files and returns their chunks. A
+//! Rust thread cannot be killed, and parsers panic, loop or overflow their stack on hostile
+//! input, so extraction never runs in the app: the same binary started with [`WORKER_ARG`]
+//! serves requests on stdin, one JSON line each, and answers one JSON line each on stdout.
+//! The parent ([`Worker`]) reuses one child across files, kills it when a file takes longer
+//! than the timeout (default 30 s), and starts a new one for the next file; a child that
+//! dies mid-file (a stack overflow, the address-space limit) fails only that file.
+//!
+//! The child limits its own address space (`RLIMIT_AS`, default 2 GiB: mimalloc reserves
+//! large ranges up front, so the limit leaves room for them) and refuses an answer over the
+//! output cap; the parent reads at most the cap plus a margin per answer.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Reason;
+use super::chunk::Draft;
+use super::extract::{Kind, Limits, Refusal};
+
+/// The hidden first argument that makes a Hearth binary (the CLI, the app) serve
+/// extraction requests instead of starting.
+pub const WORKER_ARG: &str = "__extract-worker";
+
+/// How long one file may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The worker's address space by default, in MiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 2048;
+
+/// The largest answer the parent reads, in bytes (a file's chunks as JSON).
+pub const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
+
+/// One request: extract and chunk the file at `path` as `kind`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Request {
+    path: PathBuf,
+    kind: Kind,
+    limits: Limits,
+}
+
+/// One answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer {
+    Chunks { hash: String, chunks: Vec<Draft> },
+    Refused(Refusal),
+}
+
+/// What extraction made of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extraction {
+    /// The file's chunks and the SHA-256 of its bytes.
+    Chunks { hash: String, chunks: Vec<Draft> },
+    /// No text, and why.
+    Refused(Refusal),
+}
+
+/// How to start the worker: a program and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub timeout: Duration,
+    pub memory_mib: u64,
+}
+
+impl WorkerCommand {
+    /// This very binary with [`WORKER_ARG`] (the CLI and the app both handle it).
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self::program(std::env::current_exe()?))
+    }
+
+    /// `program` with [`WORKER_ARG`]. `HEARTH_EXTRACT_TIMEOUT_MS` and
+    /// `HEARTH_EXTRACT_MEMORY_MIB` override the timeout per file and the address-space limit.
+    pub fn program(program: PathBuf) -> Self {
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+        Self {
+            program,
+            args: vec![WORKER_ARG.to_owned()],
+            timeout: env("HEARTH_EXTRACT_TIMEOUT_MS")
+                .filter(|&ms| ms > 0)
+                .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            memory_mib: env("HEARTH_EXTRACT_MEMORY_MIB")
+                .filter(|&m| m >= 256)
+                .unwrap_or(DEFAULT_MEMORY_MIB),
+        }
+    }
+}
+
+/// The child side: serves requests from stdin until it closes. Returns the exit code.
+/// Front ends call this when their first argument is [`WORKER_ARG`], before anything else.
+pub fn serve() -> i32 {
+    // A panic is answered as a failed file, not printed over the parent's terminal.
+    std::panic::set_hook(Box::new(|_| {}));
+    let memory_mib = std::env::var("HEARTH_EXTRACT_MEMORY_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(DEFAULT_MEMORY_MIB);
+    limit_address_space(memory_mib);
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    let mut line = String::new();
+    let mut input = stdin.lock().take(0);
+    loop {
+        line.clear();
+        // A request is a path and a few numbers: 64 KiB bounds it.
+        input.set_limit(64 * 1024);
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => return 0,
+            Ok(_) => {}
+        }
+        let answer = match serde_json::from_str::<Request>(&line) {
+            Ok(req) => answer(&req),
+            Err(_) => Answer::Refused(Refusal::new(Reason::Corrupt, "a malformed request")),
+        };
+        let mut out = serde_json::to_vec(&answer).unwrap_or_default();
+        if out.len() as u64 > MAX_ANSWER_BYTES {
+            out = serde_json::to_vec(&Answer::Refused(Refusal::new(
+                Reason::TooLarge,
+                "its text is too large to index",
+            )))
+            .unwrap_or_default();
+        }
+        out.push(b'\n');
+        if stdout
+            .write_all(&out)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return 0;
+        }
+    }
+}
+
+fn answer(req: &Request) -> Answer {
+    // Test points per file name: a slow parser (`HEARTH_TEST_DELAY_AT=extract:NAME:MS`) and
+    // a crashing one (`HEARTH_TEST_CRASH_AT=extract:NAME`).
+    let name = req
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::failpoint::delay(&format!("extract:{name}"));
+    crate::failpoint::hit(&format!("extract:{name}"));
+    let result = std::panic::catch_unwind(|| {
+        super::extract::extract(&req.path, req.kind, &req.limits)
+            .map(|doc| (doc.hash.clone(), super::chunk::chunk(&doc)))
+    });
+    match result {
+        Ok(Ok((hash, chunks))) if chunks.is_empty() => {
+            let _ = hash;
+            Answer::Refused(Refusal::new(
+                Reason::NoText,
+                "the file has no text to index",
+            ))
+        }
+        Ok(Ok((hash, chunks))) => Answer::Chunks { hash, chunks },
+        Ok(Err(refusal)) => Answer::Refused(refusal),
+        Err(_) => Answer::Refused(Refusal::new(
+            Reason::Corrupt,
+            format!("the {} reader failed on it", req.kind.as_str()),
+        )),
+    }
+}
+
+#[cfg(unix)]
+fn limit_address_space(mib: u64) {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let bytes = mib.saturating_mul(1024 * 1024);
+    let limit = Rlimit {
+        current: Some(bytes),
+        maximum: Some(bytes),
+    };
+    if let Err(e) = setrlimit(Resource::As, limit) {
+        tracing::warn!(error = %e, "the extraction worker could not limit its memory");
+    }
+}
+
+#[cfg(not(unix))]
+fn limit_address_space(_mib: u64) {}
+
+/// A running child: its stdin, and a thread reading its answers.
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    answers: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The parent side: one child reused across files, replaced after a timeout or a crash.
+pub struct Worker {
+    command: WorkerCommand,
+    running: Option<Running>,
+    /// Children started (the first and every restart): tests count restarts by it.
+    pub started: usize,
+}
+
+impl Worker {
+    pub fn new(command: WorkerCommand) -> Self {
+        Self {
+            command,
+            running: None,
+            started: 0,
+        }
+    }
+
+    fn start(&mut self) -> std::io::Result<&mut Running> {
+        if self.running.is_none() {
+            let mut child = Command::new(&self.command.program)
+                .args(&self.command.args)
+                .env(
+                    "HEARTH_EXTRACT_MEMORY_MIB",
+                    self.command.memory_mib.to_string(),
+                )
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?;
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                let _ = child.kill();
+                return Err(std::io::Error::other("the worker has no pipes"));
+            };
+            let (tx, rx) = mpsc::channel();
+            std::thread::Builder::new()
+                .name("extract-answers".into())
+                .spawn(move || read_answers(stdout, tx))?;
+            self.started += 1;
+            self.running = Some(Running {
+                child,
+                stdin,
+                answers: rx,
+            });
+        }
+        self.running
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the worker did not start"))
+    }
+
+    /// Extracts and chunks `path`. Never fails on the file's account: a crash, a timeout
+    /// or a malformed answer is a [`Refusal`]; only starting the worker can fail.
+    pub fn extract(
+        &mut self,
+        path: &Path,
+        kind: Kind,
+        limits: Limits,
+    ) -> std::io::Result<Extraction> {
+        let timeout = self.command.timeout;
+        let request = serde_json::to_vec(&Request {
+            path: path.to_path_buf(),
+            kind,
+            limits,
+        })
+        .map_err(std::io::Error::other)?;
+        let running = self.start()?;
+        let sent = running
+            .stdin
+            .write_all(&request)
+            .and_then(|()| running.stdin.write_all(b"\n"))
+            .and_then(|()| running.stdin.flush());
+        if sent.is_err() {
+            // The child had died since the last file: a new one gets this file.
+            self.running = None;
+            let running = self.start()?;
+            running.stdin.write_all(&request)?;
+            running.stdin.write_all(b"\n")?;
+            running.stdin.flush()?;
+        }
+        let Some(running) = self.running.as_mut() else {
+            return Err(std::io::Error::other("the worker did not start"));
+        };
+        let outcome = match running.answers.recv_timeout(timeout) {
+            Ok(Ok(line)) => match serde_json::from_slice::<Answer>(&line) {
+                Ok(Answer::Chunks { hash, chunks }) => Extraction::Chunks { hash, chunks },
+                Ok(Answer::Refused(r)) => Extraction::Refused(r),
+                Err(_) => {
+                    self.running = None;
+                    Extraction::Refused(Refusal::new(
+                        Reason::Corrupt,
+                        "the extraction worker gave a malformed answer",
+                    ))
+                }
+            },
+            Ok(Err(e)) => {
+                self.running = None;
+                let too_large = e.kind() == std::io::ErrorKind::FileTooLarge;
+                Extraction::Refused(if too_large {
+                    Refusal::new(Reason::TooLarge, "its text is too large to index")
+                } else {
+                    Refusal::new(Reason::Corrupt, "the extraction worker stopped on it")
+                })
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.running = None;
+                Extraction::Refused(Refusal::new(
+                    Reason::Timeout,
+                    format!("reading it took over {:.1} s", timeout.as_secs_f64()),
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.running = None;
+                Extraction::Refused(Refusal::new(
+                    Reason::Corrupt,
+                    "the extraction worker crashed on it",
+                ))
+            }
+        };
+        Ok(outcome)
+    }
+}
+
+/// Reads answers (one line each, at most [`MAX_ANSWER_BYTES`]) until the child's stdout
+/// closes or an answer is too long.
+fn read_answers(stdout: std::process::ChildStdout, tx: mpsc::Sender<std::io::Result<Vec<u8>>>) {
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    loop {
+        let mut line = Vec::new();
+        let mut limited = (&mut reader).take(MAX_ANSWER_BYTES + 1);
+        match limited.read_until(b'\n', &mut line) {
+            Ok(0) => return,
+            Ok(_) if line.last() != Some(&b'\n') => {
+                let e = if line.len() as u64 > MAX_ANSWER_BYTES {
+                    std::io::Error::new(std::io::ErrorKind::FileTooLarge, "answer too long")
+                } else {
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "worker died")
+                };
+                let _ = tx.send(Err(e));
+                return;
+            }
+            Ok(_) => {
+                if tx.send(Ok(line)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        }
+    }
+}

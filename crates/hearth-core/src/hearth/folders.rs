@@ -1,0 +1,497 @@
+//! The folders service of the façade: every use case of the Folders screen and of
+//! `hearth folders`, `hearth index` and `hearth search`, so the app and the CLI behave the
+//! same.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Hearth, jobs};
+use crate::folders::extract::Limits;
+use crate::folders::index::{IndexLock, Indexer, Progress};
+use crate::folders::search::{Found, Mode};
+use crate::folders::worker::WorkerCommand;
+use crate::folders::{FileCounts, FileRow, FileStatus, Folder, Folders, ScanReport};
+use crate::store::jobs::Lane;
+use crate::time::Millis;
+use crate::{Error, Result};
+
+/// The job that indexes pending files of watched folders (the ingest lane).
+pub const INGEST_JOB: &str = "folder_ingest";
+
+/// Chunks embedded per batch (one progress event each).
+const EMBED_BATCH: usize = 32;
+
+/// How often a process that waits for another's indexer looks at the store.
+const FOLLOW_POLL: Duration = Duration::from_millis(250);
+
+/// What a watched folder is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FolderState {
+    /// The user paused it: nothing of it is indexed until resumed.
+    Paused,
+    /// Its path is gone (an unmounted drive): its index is kept.
+    Unavailable,
+    /// Files are waiting to be indexed.
+    Indexing,
+    /// Every file it holds is indexed (or skipped with a reason).
+    Idle,
+}
+
+/// A watched folder as the Folders screen and `hearth folders list` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FolderSummary {
+    pub id: i64,
+    pub path: String,
+    pub state: FolderState,
+    pub files: FileCounts,
+    pub chunks: u64,
+    /// Chunks with a vector of the embedding model in use.
+    pub chunks_embedded: u64,
+    pub last_indexed: Option<Millis>,
+}
+
+/// Where indexing stands: `hearth index`'s summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexSummary {
+    pub files: FileCounts,
+    pub chunks: u64,
+    /// `complete`, `pending` or `unavailable`.
+    pub vectors: &'static str,
+    pub vectors_reason: Option<String>,
+}
+
+/// How `index` runs.
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    /// Also run the queue (or follow the process that runs it) until no file is pending.
+    pub wait: bool,
+    /// Also give every chunk a vector from the embedding model in use (when there is one).
+    pub wait_vectors: bool,
+    /// The extraction worker; this binary with the hidden argument by default.
+    pub worker: Option<WorkerCommand>,
+    pub limits: Limits,
+}
+
+/// Watched folders, one method per use case. Blocking: the app calls it off its async
+/// threads.
+#[derive(Clone)]
+pub struct FolderService {
+    hearth: Hearth,
+}
+
+impl FolderService {
+    pub(super) fn new(hearth: Hearth) -> Self {
+        Self { hearth }
+    }
+
+    fn folders(&self) -> Folders {
+        Folders::new(self.hearth.inner.store.clone())
+    }
+
+    /// Starts watching `path`: registers it (the same folder again is the same folder),
+    /// walks it, and queues its files for indexing.
+    pub fn add(&self, path: &Path) -> Result<(FolderSummary, ScanReport)> {
+        let folders = self.folders();
+        let folder = folders.add(path)?;
+        let report = folders.reconcile(&folder)?;
+        self.queue_ingest()?;
+        let summary = self.summary_of(&folders.find(Path::new(&folder.path))?.unwrap_or(folder))?;
+        Ok((summary, report))
+    }
+
+    /// Stops watching the folder at `path`: its files' rows, chunks and vectors go (derived
+    /// data only; the files themselves are not touched).
+    pub fn remove(&self, path: &Path) -> Result<Folder> {
+        self.folders().remove(path)
+    }
+
+    /// Every watched folder with its counts.
+    pub fn list(&self) -> Result<Vec<FolderSummary>> {
+        self.folders()
+            .list()?
+            .iter()
+            .map(|f| self.summary_of(f))
+            .collect()
+    }
+
+    fn summary_of(&self, f: &Folder) -> Result<FolderSummary> {
+        let files = self.folders().counts(f.id)?;
+        let id = f.id;
+        let chunks = self.hearth.inner.store.read_blocking(move |c| {
+            c.query_row(
+                "SELECT coalesce(sum(chunks), 0) FROM folder_files WHERE folder_id = ?1",
+                [id],
+                |r| r.get::<_, i64>(0),
+            )
+        })?;
+        let state = if f.paused {
+            FolderState::Paused
+        } else if !f.available {
+            FolderState::Unavailable
+        } else if files.pending > 0 {
+            FolderState::Indexing
+        } else {
+            FolderState::Idle
+        };
+        let chunks_embedded = match self.hearth.inner.embedder.get() {
+            Some(e) => crate::folders::vectors::embedded_in_folder(
+                &self.hearth.inner.store,
+                id,
+                e.model_id(),
+            )?,
+            None => 0,
+        };
+        Ok(FolderSummary {
+            id: f.id,
+            path: f.path.clone(),
+            state,
+            files,
+            chunks: chunks.max(0) as u64,
+            chunks_embedded,
+            last_indexed: f.last_indexed,
+        })
+    }
+
+    /// The entries the walk met in the folder at `path` (all statuses, or only `status`).
+    pub fn files(&self, path: &Path, status: Option<FileStatus>) -> Result<Vec<FileRow>> {
+        self.folders().files(path, status)
+    }
+
+    /// Pauses or resumes the folder at `path`, or every folder. Persisted.
+    pub fn set_paused(&self, path: Option<&Path>, paused: bool) -> Result<Vec<Folder>> {
+        let folders = self.folders();
+        let targets = match path {
+            Some(p) => vec![p.to_path_buf()],
+            None => folders.list()?.into_iter().map(|f| f.path.into()).collect(),
+        };
+        let changed = targets
+            .iter()
+            .map(|p| folders.set_paused(p, paused))
+            .collect::<Result<Vec<_>>>()?;
+        if !paused {
+            self.queue_ingest()?;
+        }
+        Ok(changed)
+    }
+
+    /// The reconcile pass over every folder: changes made while nothing ran are noticed.
+    pub fn scan(&self) -> Result<ScanReport> {
+        let folders = self.folders();
+        let mut total = ScanReport::default();
+        for f in folders.list()? {
+            let r = folders.reconcile(&f)?;
+            total.seen += r.seen;
+            total.queued += r.queued;
+            total.removed += r.removed;
+            total.moved += r.moved;
+            total.skipped += r.skipped;
+            total.unavailable |= r.unavailable;
+        }
+        Ok(total)
+    }
+
+    /// `hearth index`: the reconcile pass, then (with `wait`) the queue run here until no
+    /// file is pending — or, when another process holds the indexer's lock, that process
+    /// followed through the store. `on` hears every step.
+    pub fn index(
+        &self,
+        options: &IndexOptions,
+        on: &mut dyn FnMut(&Progress),
+    ) -> Result<IndexSummary> {
+        self.scan()?;
+        let pending = self.runnable_pending()?;
+        on(&Progress {
+            phase: "scan",
+            done: 0,
+            total: pending,
+            path: None,
+            status: None,
+        });
+        if !options.wait {
+            self.queue_ingest()?;
+            return self.summary();
+        }
+        let worker = match &options.worker {
+            Some(w) => w.clone(),
+            None => WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?,
+        };
+        let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
+        let mut last_done = 0;
+        loop {
+            if let Some(_lock) = IndexLock::try_acquire(&lock_path)? {
+                let mut indexer = Indexer::new(
+                    self.hearth.inner.store.clone(),
+                    worker.clone(),
+                    options.limits,
+                );
+                let offset = last_done;
+                indexer.run(&|| false, &mut |p| {
+                    on(&Progress {
+                        done: p.done + offset,
+                        total: p.total + offset,
+                        ..p.clone()
+                    })
+                })?;
+                break;
+            }
+            // Another process indexes: follow its progress through the store.
+            let left = self.runnable_pending()?;
+            if left == 0 {
+                break;
+            }
+            let done = pending.saturating_sub(left).max(last_done);
+            if done != last_done {
+                last_done = done;
+                on(&Progress {
+                    phase: "follow",
+                    done,
+                    total: done + left,
+                    path: None,
+                    status: None,
+                });
+            }
+            std::thread::sleep(FOLLOW_POLL);
+        }
+        if options.wait_vectors {
+            self.embed_all(&lock_path, true, &|| false, on)?;
+        }
+        let summary = self.summary()?;
+        let total = summary.files.indexed + summary.files.skipped + summary.files.failed;
+        on(&Progress {
+            phase: "done",
+            done: total,
+            total: total + summary.files.pending,
+            path: None,
+            status: None,
+        });
+        Ok(summary)
+    }
+
+    /// Gives every chunk a vector from the embedder in use, a batch at a time, under the
+    /// indexer's lock (following the process that holds it otherwise). No embedder: nothing
+    /// to do (the summary says `unavailable`). `on` hears `embed` events.
+    fn embed_all(
+        &self,
+        lock_path: &Path,
+        follow: bool,
+        stop: &dyn Fn() -> bool,
+        on: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        let Some(embedder) = self.hearth.inner.embedder.get() else {
+            return Ok(());
+        };
+        let store = &self.hearth.inner.store;
+        loop {
+            let (done, total) = crate::folders::vectors::counts(store, embedder.model_id())?;
+            if done >= total || stop() {
+                return Ok(());
+            }
+            let Some(_lock) = IndexLock::try_acquire(lock_path)? else {
+                if !follow {
+                    return Ok(());
+                }
+                // Another process embeds: follow it.
+                on(&Progress {
+                    phase: "embed",
+                    done,
+                    total,
+                    path: None,
+                    status: None,
+                });
+                std::thread::sleep(FOLLOW_POLL);
+                continue;
+            };
+            while !stop() {
+                let n =
+                    crate::folders::vectors::embed_pending(store, embedder.as_ref(), EMBED_BATCH)?;
+                let (done, total) = crate::folders::vectors::counts(store, embedder.model_id())?;
+                on(&Progress {
+                    phase: "embed",
+                    done,
+                    total,
+                    path: None,
+                    status: None,
+                });
+                if n == 0 {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    /// Runs the queue here if no other process does (the ingest job). Returns how many
+    /// files were handled; `None` when another process holds the indexer's lock.
+    pub(super) fn run_queue(&self, stop: &dyn Fn() -> bool) -> Result<Option<u64>> {
+        let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
+        let Some(_lock) = IndexLock::try_acquire(&lock_path)? else {
+            return Ok(None);
+        };
+        let worker =
+            WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?;
+        let mut indexer = Indexer::new(self.hearth.inner.store.clone(), worker, Limits::default());
+        let events = self.hearth.inner.events.clone();
+        let report = indexer.run(stop, &mut |p| {
+            let _ = events.send(crate::events::Event::IndexProgress {
+                done: p.done,
+                total: p.total,
+            });
+        })?;
+        drop(indexer);
+        drop(_lock);
+        // Then vectors, at the embedder's speed; keyword search works meanwhile.
+        self.embed_all(&lock_path, false, stop, &mut |_| {})?;
+        Ok(Some(report.indexed + report.skipped + report.failed))
+    }
+
+    fn runnable_pending(&self) -> Result<u64> {
+        self.hearth
+            .inner
+            .store
+            .read_blocking(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM folder_files f JOIN folders d ON d.id = f.folder_id
+                  WHERE f.status = 'pending' AND d.paused = 0 AND d.available = 1",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            })
+            .map(|n| n.max(0) as u64)
+    }
+
+    /// Counts over every folder.
+    pub fn summary(&self) -> Result<IndexSummary> {
+        let mut files = FileCounts::default();
+        let mut chunks = 0;
+        for f in self.list()? {
+            files.indexed += f.files.indexed;
+            files.pending += f.files.pending;
+            files.skipped += f.files.skipped;
+            files.failed += f.files.failed;
+            chunks += f.chunks;
+        }
+        let (vectors, vectors_reason) = match self.hearth.inner.embedder.get() {
+            None if chunks > 0 => (
+                "unavailable",
+                Some(
+                    "no embedding model is available (no local model on disk, or embedding is off: see `hearth embedding show`); search is by keyword"
+                        .to_owned(),
+                ),
+            ),
+            None => ("complete", None),
+            Some(e) => {
+                let (done, total) =
+                    crate::folders::vectors::counts(&self.hearth.inner.store, e.model_id())?;
+                if done >= total {
+                    ("complete", None)
+                } else {
+                    (
+                        "pending",
+                        Some(format!(
+                            "{} of {total} chunks have a vector from {}; the rest are found by keyword until then",
+                            done,
+                            e.model_id()
+                        )),
+                    )
+                }
+            }
+        };
+        Ok(IndexSummary {
+            files,
+            chunks,
+            vectors,
+            vectors_reason,
+        })
+    }
+
+    /// Searches the indexed chunks (of the folder at `folder`, when given). Hybrid falls
+    /// back to keyword search, saying so, while chunks have no vectors.
+    pub fn search(&self, text: &str, k: usize, mode: Mode, folder: Option<&Path>) -> Result<Found> {
+        let folder_id = match folder {
+            Some(p) => Some(
+                self.folders()
+                    .find(p)?
+                    .ok_or_else(|| {
+                        Error::NotFound(format!("{} is not a watched folder", p.display()))
+                    })?
+                    .id,
+            ),
+            None => None,
+        };
+        let store = &self.hearth.inner.store;
+        let embedder = self.hearth.inner.embedder.get();
+        let with_vectors = match &embedder {
+            Some(e) => crate::folders::vectors::counts(store, e.model_id())?.0 > 0,
+            None => false,
+        };
+        let no_vectors = if embedder.is_none() {
+            "no embedding model is available"
+        } else {
+            "no chunk has a vector yet"
+        };
+        match (mode, embedder) {
+            (Mode::Bm25, _) => Ok(Found {
+                mode: Mode::Bm25,
+                warning: None,
+                results: crate::folders::search::keyword(store, text, k, folder_id)?,
+            }),
+            (Mode::Hybrid, Some(e)) if with_vectors => {
+                let q = e.embed_query(text)?;
+                Ok(Found {
+                    mode: Mode::Hybrid,
+                    warning: None,
+                    results: crate::folders::search::hybrid(
+                        store,
+                        text,
+                        e.model_id(),
+                        &q,
+                        k,
+                        folder_id,
+                    )?,
+                })
+            }
+            (Mode::Vector, Some(e)) if with_vectors => {
+                let q = e.embed_query(text)?;
+                Ok(Found {
+                    mode: Mode::Vector,
+                    warning: None,
+                    results: crate::folders::search::vector(store, e.model_id(), &q, k, folder_id)?,
+                })
+            }
+            (Mode::Hybrid, _) => Ok(Found {
+                mode: Mode::Bm25,
+                warning: Some(format!(
+                    "{no_vectors}: these are keyword (bm25) results only"
+                )),
+                results: crate::folders::search::keyword(store, text, k, folder_id)?,
+            }),
+            (Mode::Vector, _) => Ok(Found {
+                mode: Mode::Vector,
+                warning: Some(format!("{no_vectors}: vector search finds nothing")),
+                results: Vec::new(),
+            }),
+        }
+    }
+
+    /// Queues the ingest job unless one is already waiting.
+    fn queue_ingest(&self) -> Result<()> {
+        let store = &self.hearth.inner.store;
+        let waiting = store.read_blocking(|c| {
+            c.query_row(
+                "SELECT count(*) FROM jobs WHERE kind = ?1 AND state = 'queued'",
+                [INGEST_JOB],
+                |r| r.get::<_, i64>(0),
+            )
+        })?;
+        if waiting == 0 {
+            store
+                .jobs()
+                .enqueue_in(INGEST_JOB, Lane::Ingest, &serde_json::json!({}))?;
+        }
+        jobs::wake(&self.hearth.inner.jobs_wake, Lane::Ingest);
+        Ok(())
+    }
+}
