@@ -79,6 +79,24 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             .await?;
         if !json {
             println!();
+            if !outcome.sources.is_empty() {
+                println!("\nSources:");
+                for src in &outcome.sources {
+                    let place = match src.page {
+                        Some(p) => format!("page {p}"),
+                        None if src.line_start == src.line_end => {
+                            format!("line {}", src.line_start)
+                        }
+                        None => format!("lines {}-{}", src.line_start, src.line_end),
+                    };
+                    let under = src
+                        .heading
+                        .as_deref()
+                        .map(|h| format!(" — {h}"))
+                        .unwrap_or_default();
+                    println!("[{}] {} ({place}){under}", src.position, src.path);
+                }
+            }
         }
         if let Some(from) = &outcome.fallback_from {
             eprintln!(
@@ -119,6 +137,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "fallback_from": outcome.fallback_from,
                 "context": outcome.zones,
                 "memory_changes": learned,
+                "sources": outcome.sources,
             }));
         }
         Ok(if outcome.stopped { INTERRUPTED } else { 0 })

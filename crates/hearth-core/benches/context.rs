@@ -34,6 +34,7 @@ fn passages() -> Vec<Passage> {
             source: format!("Documents/notes/trip-{i}.md"),
             text: format!("Chunk {i}. ").repeat(2)
                 + &"The itinerary lists the hotel on Rua das Flores, check-in after 15:00, and a dinner reservation. ".repeat(12),
+            chunk_id: Some(i),
         })
         .collect()
 }

@@ -21,6 +21,7 @@ pub(super) fn finish(
         model,
         encoding,
         zones,
+        cited,
         fallback_from,
         checkpoints,
     } = streamed;
@@ -88,6 +89,7 @@ pub(super) fn finish(
         if kept.is_some() {
             convs.update(id, &text, encoding, state)?;
             convs.set_turn_info(id, &info)?;
+            crate::folders::cite::record(ctx.store, id, &cited)?;
         }
     }
     checkpoints.finish();
@@ -127,8 +129,13 @@ pub(super) fn finish(
         }
         _ => None,
     };
+    let sources = match kept {
+        Some(id) if !cited.is_empty() => crate::folders::cite::sources(ctx.store, id)?,
+        _ => Vec::new(),
+    };
     Ok(TurnOutcome {
         learn_job,
+        sources,
         conversation: turn.conversation.clone(),
         message_id: kept,
         answer: done.text,

@@ -95,6 +95,8 @@ pub struct TurnOutcome {
     pub fallback_from: Option<String>,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
+    /// The passages of watched folders the answer was given, as it may cite them.
+    pub sources: Vec<crate::folders::cite::Source>,
 }
 
 /// What a turn runs against: the engine's parts, the models, where the memory and

@@ -63,6 +63,8 @@ pub(super) struct Streamed<'a> {
     pub model: &'a ChatModel,
     pub encoding: Encoding,
     pub zones: ZoneTokens,
+    /// The passages the answering prompt carried: `(citation id, chunk id)`.
+    pub cited: Vec<(u32, i64)>,
     /// The main model and why it failed, when the fallback answered.
     pub fallback_from: Option<(String, String)>,
     pub checkpoints: Checkpoints,
@@ -86,6 +88,7 @@ pub(super) async fn stream<'a>(
     let mut checkpoints = Checkpoints::start(&turn.convs, rows.answer_id, so_far.clone(), encoding);
     let sink = so_far.clone();
     let mut zones = assembled.zones;
+    let mut cited = assembled.cited;
     let mut messages = assembled.messages;
     let mut retried_smaller = false;
     let mut fallback_from: Option<(String, String)> = None;
@@ -152,6 +155,7 @@ pub(super) async fn stream<'a>(
                         },
                     )?;
                     zones = again.zones;
+                    cited = again.cited;
                     messages = again.messages;
                     continue;
                 }
@@ -175,6 +179,7 @@ pub(super) async fn stream<'a>(
                 retried_smaller = false;
                 if let Ok(again) = prompt.assemble(window, encoding) {
                     zones = again.zones;
+                    cited = again.cited;
                     messages = again.messages;
                     continue;
                 }
@@ -193,6 +198,7 @@ pub(super) async fn stream<'a>(
         model,
         encoding,
         zones,
+        cited,
         fallback_from,
         checkpoints,
     })

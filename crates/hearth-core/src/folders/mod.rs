@@ -13,6 +13,7 @@
 //! out of the folder.
 
 pub mod chunk;
+pub mod cite;
 pub mod extract;
 pub mod index;
 pub mod search;

@@ -223,6 +223,20 @@ pub fn hybrid(
     k: usize,
     folder: Option<i64>,
 ) -> Result<Vec<Hit>> {
+    hybrid_with_floor(store, text, model, query, k, folder, None)
+}
+
+/// [`hybrid`], leaving out chunks found only by their vector with a cosine similarity
+/// under `min_similarity` (the chat's passages: a weak nearest neighbour is noise).
+pub fn hybrid_with_floor(
+    store: &Store,
+    text: &str,
+    model: &str,
+    query: &[f32],
+    k: usize,
+    folder: Option<i64>,
+    min_similarity: Option<f64>,
+) -> Result<Vec<Hit>> {
     use crate::rank::Evidence;
     let k = k.clamp(1, 200);
     let depth = k.max(CANDIDATES);
@@ -238,6 +252,10 @@ pub fn hybrid(
         let e = evidence.entry(*id).or_default();
         e.vector_rank = Some(i);
         e.similarity = Some(*sim);
+    }
+    if let Some(floor) = min_similarity {
+        evidence
+            .retain(|_, e| e.lexical_rank.is_some() || e.similarity.is_some_and(|s| s >= floor));
     }
     let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
     let fusion = fusion();
@@ -265,4 +283,22 @@ pub fn hybrid(
             ..h
         })
         .collect())
+}
+
+/// The text of chunks `ids`.
+pub fn texts(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64, String>> {
+    store.read_blocking(move |c| {
+        let mut stmt = c.prepare_cached("SELECT text FROM chunks WHERE id = ?1")?;
+        let mut out = std::collections::HashMap::new();
+        for id in ids {
+            match stmt.query_row([id], |r| r.get::<_, String>(0)) {
+                Ok(t) => {
+                    out.insert(id, t);
+                }
+                Err(rusqlite::Error::QueryReturnedNoRows) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    })
 }

@@ -131,7 +131,10 @@ impl Hearth {
                 crate::memory::Memories::new(store.clone()).with_vector_index(),
                 embedder.clone(),
             ))),
-            retrieval: None,
+            retrieval: Some(crate::folders::cite::FolderRetrieval::new(
+                store.clone(),
+                embedder.clone(),
+            )),
         };
         let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
         let marked =

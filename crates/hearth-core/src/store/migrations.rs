@@ -104,6 +104,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "chunk vectors",
         sql: include_str!("migrations/0017_chunk_vectors.sql"),
     },
+    Migration {
+        version: 18,
+        name: "message sources",
+        sql: include_str!("migrations/0018_message_sources.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -1,0 +1,167 @@
+//! Watched folders in the chat: the engine's [`RetrievalSource`] (the passages of the
+//! user's files most relevant to a message, each with its chunk id), and an answer's
+//! sources, stored by chunk id with the answer — never by copying text, so a source goes
+//! when its file's text goes.
+
+use std::sync::Arc;
+
+use rusqlite::params;
+use serde::Serialize;
+
+use crate::Result;
+use crate::context::{Passage, RetrievalSource};
+use crate::embed::EmbedderSlot;
+use crate::store::Store;
+
+/// Passages offered per message (the assembler keeps those that fit its budget).
+pub const PASSAGES: usize = 8;
+
+/// A passage found only by its vector must be at least this similar to the message to be
+/// offered (all-MiniLM-L6-v2's cosine: below it, a passage is rarely about the message,
+/// and "hi" should not bring in the nearest file).
+pub const MIN_SIMILARITY: f64 = 0.35;
+
+/// One source of an answer: the passage it was given as `[position]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Source {
+    pub position: u32,
+    pub chunk_id: i64,
+    /// The file, absolute.
+    pub path: String,
+    pub heading: Option<String>,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub page: Option<u32>,
+}
+
+/// Stores the sources of answer `message`: `(citation id, chunk id)`. A chunk deleted
+/// since the prompt was made is left out.
+pub fn record(store: &Store, message: i64, cited: &[(u32, i64)]) -> Result<()> {
+    if cited.is_empty() {
+        return Ok(());
+    }
+    let cited = cited.to_vec();
+    store.write_blocking(move |c| {
+        let tx = c.transaction()?;
+        tx.execute(
+            "DELETE FROM message_sources WHERE message_id = ?1",
+            [message],
+        )?;
+        for (position, chunk) in &cited {
+            tx.execute(
+                "INSERT INTO message_sources (message_id, position, chunk_id)
+                 SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?3)",
+                params![message, position, chunk],
+            )?;
+        }
+        tx.commit()
+    })
+}
+
+/// The sources of answer `message`, in citation order.
+pub fn sources(store: &Store, message: i64) -> Result<Vec<Source>> {
+    store.read_blocking(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT s.position, s.chunk_id, d.path, f.rel_path, ch.heading, ch.line_start,
+                    ch.line_end, ch.page
+               FROM message_sources s JOIN chunks ch ON ch.id = s.chunk_id
+               JOIN folder_files f ON f.id = ch.file_id JOIN folders d ON d.id = f.folder_id
+              WHERE s.message_id = ?1 ORDER BY s.position",
+        )?;
+        let rows = stmt.query_map([message], |r| {
+            let root: String = r.get(2)?;
+            let rel: String = r.get(3)?;
+            Ok(Source {
+                position: r.get(0)?,
+                chunk_id: r.get(1)?,
+                path: std::path::Path::new(&root)
+                    .join(rel)
+                    .to_string_lossy()
+                    .into_owned(),
+                heading: r.get(4)?,
+                line_start: u32::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+                line_end: u32::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+                page: r
+                    .get::<_, Option<i64>>(7)?
+                    .and_then(|p| u32::try_from(p).ok()),
+            })
+        })?;
+        rows.collect()
+    })
+}
+
+/// The chat's passages from watched folders: hybrid search (keyword only while the chunks
+/// have no vectors from the model in use) over every indexed chunk.
+pub struct FolderRetrieval {
+    store: Store,
+    embedder: EmbedderSlot,
+}
+
+impl FolderRetrieval {
+    pub fn new(store: Store, embedder: EmbedderSlot) -> Arc<Self> {
+        Arc::new(Self { store, embedder })
+    }
+}
+
+impl RetrievalSource for FolderRetrieval {
+    fn retrieve(&self, message: &str, _budget: u32) -> Result<Vec<Passage>> {
+        let any = self.store.read_blocking(|c| {
+            c.query_row("SELECT EXISTS (SELECT 1 FROM chunks)", [], |r| {
+                r.get::<_, bool>(0)
+            })
+        })?;
+        if !any {
+            return Ok(Vec::new());
+        }
+        let embedder = self.embedder.get();
+        let with_vectors = match &embedder {
+            Some(e) => super::vectors::counts(&self.store, e.model_id())?.0 > 0,
+            None => false,
+        };
+        let hits = match embedder {
+            Some(e) if with_vectors => {
+                let q = e.embed_query(message)?;
+                super::search::hybrid_with_floor(
+                    &self.store,
+                    message,
+                    e.model_id(),
+                    &q,
+                    PASSAGES,
+                    None,
+                    Some(MIN_SIMILARITY),
+                )?
+            }
+            _ => super::search::keyword(&self.store, message, PASSAGES, None)?,
+        };
+        let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+        let texts = super::search::texts(&self.store, ids)?;
+        Ok(hits
+            .into_iter()
+            .filter_map(|h| {
+                let text = texts.get(&h.chunk_id)?.clone();
+                let name = std::path::Path::new(&h.folder)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let rel = std::path::Path::new(&h.path)
+                    .strip_prefix(&h.folder)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| h.path.clone());
+                let place = match h.page {
+                    Some(p) => format!("page {p}"),
+                    None => format!("lines {}-{}", h.line_start, h.line_end),
+                };
+                let under = h
+                    .heading
+                    .as_deref()
+                    .map(|x| format!(", under {x}"))
+                    .unwrap_or_default();
+                Some(Passage {
+                    source: format!("{name}/{rel}, {place}{under}"),
+                    text,
+                    chunk_id: Some(h.chunk_id),
+                })
+            })
+            .collect())
+    }
+}
