@@ -64,6 +64,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 next_turn: std::sync::atomic::AtomicU64::new(1),
                 downloading_model: std::sync::atomic::AtomicBool::new(false),
                 jobs: Mutex::new(None),
+                watching: Mutex::new(None),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {
@@ -74,6 +75,11 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 let _entered = runtime.inner().enter();
                 if let Ok(mut jobs) = state.jobs.lock() {
                     *jobs = Some(h.jobs().start());
+                }
+                // Watched folders: the reconcile pass now (changes made while the app was
+                // closed), then every change as it happens, indexed by the ingest worker.
+                if let Ok(mut watching) = state.watching.lock() {
+                    *watching = Some(h.folders().start_watching());
                 }
             }
             app.manage(state);

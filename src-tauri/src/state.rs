@@ -24,6 +24,8 @@ pub struct AppState {
     pub downloading_model: AtomicBool,
     /// The engine's background job workers, while the app runs.
     pub jobs: Mutex<Option<hearth_core::RunningJobs>>,
+    /// The folder watcher, while the app runs.
+    pub watching: Mutex<Option<hearth_core::WatchingFolders>>,
 }
 
 impl AppState {

@@ -120,6 +120,10 @@ pub enum Command {
         /// (none: the summary says "unavailable"; nothing is downloaded).
         #[arg(long)]
         wait_vectors: bool,
+        /// As --wait, then keep watching the folders and index each change as it happens,
+        /// until stopped (Ctrl-C; a file half-read then is read again next time).
+        #[arg(long)]
+        watch: bool,
     },
     /// Search the watched folders' files.
     ///

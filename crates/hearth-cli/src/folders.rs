@@ -151,7 +151,7 @@ fn pause(out: &Out, hearth: &Hearth, path: Option<&Path>, paused: bool) -> Resul
     Ok(())
 }
 
-pub fn index(out: &Out, wait: bool, wait_vectors: bool) -> Result<(), Failure> {
+pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(), Failure> {
     let hearth = hearth()?;
     let options = IndexOptions {
         wait,
@@ -161,7 +161,7 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool) -> Result<(), Failure> {
     let json = out.json;
     let mut stderr = std::io::stderr();
     let live = std::io::IsTerminal::is_terminal(&stderr);
-    let summary = hearth.folders().index(&options, &mut |p| {
+    let mut report = |p: &hearth_core::folders::index::Progress| {
         if json {
             if let Ok(line) = serde_json::to_string(p) {
                 let _ = writeln!(stderr, "{line}");
@@ -175,13 +175,35 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool) -> Result<(), Failure> {
                 "embed" if live => {
                     let _ = write!(stderr, "\rvectors for {} of {} chunks   ", p.done, p.total);
                 }
+                "rescan" | "polling" => {
+                    let _ = writeln!(
+                        stderr,
+                        "{}: {}",
+                        if p.phase == "rescan" {
+                            "walking again (too many changes at once)"
+                        } else {
+                            "cannot watch, polling every 30 s"
+                        },
+                        p.path.as_deref().unwrap_or("")
+                    );
+                }
                 _ if live => {
                     let _ = write!(stderr, "\rindexed {} of {} files", p.done, p.total);
                 }
                 _ => {}
             }
         }
-    })?;
+    };
+    let summary = hearth.folders().index(&options, &mut report)?;
+    if watch {
+        if !json {
+            eprintln!(
+                "watching {} folders; Ctrl-C stops",
+                hearth.folders().list()?.len()
+            );
+        }
+        hearth.folders().watch(&options, &|| false, &mut report)?;
+    }
     if out.json {
         out.print_json(&summary);
     } else {

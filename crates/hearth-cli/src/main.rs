@@ -78,9 +78,11 @@ fn main() -> ExitCode {
         Command::Memory { command } => memory::run(&out, command),
         Command::Embedding { command } => embedding::run(&out, command),
         Command::Folders { command } => folders::run(&out, command),
-        Command::Index { wait, wait_vectors } => {
-            folders::index(&out, wait || wait_vectors, wait_vectors)
-        }
+        Command::Index {
+            wait,
+            wait_vectors,
+            watch,
+        } => folders::index(&out, wait || wait_vectors || watch, wait_vectors, watch),
         Command::Search {
             query,
             k,

@@ -38,6 +38,7 @@ impl Home {
             .env_remove("HEARTH_TEST_CRASH_AT")
             .env_remove("HEARTH_TEST_DELAY_AT")
             .env_remove("HEARTH_LOG")
+            .env("HEARTH_EMBED_MODEL_DIR", model_dir())
             .stdin(Stdio::null());
         c
     }
@@ -789,14 +790,20 @@ fn a_kill_at_any_point_leaves_a_store_that_the_next_run_completes() {
     assert_eq!(home.count("SELECT count(*) FROM chunks"), expected);
 }
 
-/// The local embedding model must be here (the README's test command fetches it).
-fn require_model() {
-    let dir = std::env::var_os("HEARTH_EMBED_MODEL_DIR")
+/// Where the local embedding model is (`scripts/fetch-model.sh`'s default without the
+/// variable).
+fn model_dir() -> PathBuf {
+    std::env::var_os("HEARTH_EMBED_MODEL_DIR")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hearth-models/minilm"))
         })
-        .expect("HEARTH_EMBED_MODEL_DIR or HOME");
+        .unwrap_or_default()
+}
+
+/// The local embedding model must be here (the README's test command fetches it).
+fn require_model() {
+    let dir = model_dir();
     assert!(
         hearth_core::embed::ModelSource::dir(&dir)
             .find()
@@ -932,4 +939,179 @@ fn hybrid_search_finds_an_identifier_vectors_miss_and_a_paraphrase_keywords_miss
     let summary = home.json(&["index", "--wait-vectors", "--json"]);
     assert_eq!(summary["vectors"], "complete");
     assert_eq!(home.count("SELECT count(*) FROM chunk_vectors"), 16);
+}
+
+/// `hearth index --watch --json` running in the background; killed when dropped. Its
+/// progress events are collected from stderr.
+struct Watching {
+    child: std::process::Child,
+    events: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl Watching {
+    fn start(home: &Home) -> Self {
+        let mut child = home
+            .cmd(&["index", "--watch", "--json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stderr = child.stderr.take().expect("stderr");
+        let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = events.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && let Ok(mut e) = sink.lock()
+                {
+                    e.push(v);
+                }
+            }
+        });
+        let w = Self { child, events };
+        w.until("the first index is done", || w.saw("done"));
+        w
+    }
+
+    fn saw(&self, phase: &str) -> bool {
+        self.events
+            .lock()
+            .map(|e| e.iter().any(|v| v["phase"] == phase))
+            .unwrap_or(false)
+    }
+
+    /// Polls `ok` until it holds (a generous guard of 5 minutes, never a timing assertion).
+    fn until(&self, what: &str, ok: impl Fn() -> bool) {
+        for _ in 0..3000 {
+            if ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let phases: Vec<String> = self
+            .events
+            .lock()
+            .map(|e| {
+                e.iter()
+                    .filter(|v| v["phase"] != "file")
+                    .map(|v| v.to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        panic!("the watcher did not get there: {what}; events other than files: {phases:?}");
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_watcher_sees_creates_edits_renames_and_deletes_as_they_happen() {
+    let home = Home::new();
+    home.write("first.txt", "The lighthouse keeper logs the weather.\n");
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    let w = Watching::start(&home);
+    assert_eq!(paths(&home.search("lighthouse")), ["first.txt"]);
+
+    home.write("ünï/cödé.md", "# Ideas\n\nA walrus-shaped teapot.\n");
+    w.until("a new file in a new folder is found", || {
+        paths(&home.search("walrus")) == ["cödé.md"]
+    });
+    home.write("first.txt", "The lighthouse keeper logs the tides now.\n");
+    w.until("an edit is indexed", || !home.search("tides").is_empty());
+    assert!(home.search("weather").is_empty(), "the old text went");
+    let chunk = home.search("tides")[0]["chunk_id"].clone();
+    std::fs::rename(home.docs.join("first.txt"), home.docs.join("renamed.txt")).expect("mv");
+    w.until("a rename moves the file", || {
+        paths(&home.search("tides")) == ["renamed.txt"]
+    });
+    assert_eq!(
+        home.search("tides")[0]["chunk_id"],
+        chunk,
+        "a rename is not read again"
+    );
+    std::fs::remove_dir_all(home.docs.join("ünï")).expect("rm");
+    w.until("a deleted folder's files go", || {
+        home.search("walrus").is_empty()
+    });
+    assert_eq!(
+        home.count("SELECT count(*) FROM chunks"),
+        home.count("SELECT count(*) FROM chunks_fts")
+    );
+    assert_eq!(home.count("SELECT count(*) FROM folder_files"), 1);
+
+    // A folder added by another command is watched too.
+    let other = home._tmp.path().join("other");
+    std::fs::create_dir_all(&other).expect("other");
+    home.json(&["folders", "add", other.to_str().expect("utf-8"), "--json"]);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::fs::write(other.join("late.txt"), "A heron on the weir.\n").expect("write");
+    w.until("a folder added later is watched", || {
+        !home.search("heron").is_empty()
+    });
+}
+
+/// While alive, new inotify instances get a queue of `events` (the kernel reads the limit
+/// when an instance is made); the old limit comes back when dropped. `None` when this
+/// process may not change it (not root).
+struct SmallInotifyQueue(String);
+
+impl SmallInotifyQueue {
+    const PATH: &str = "/proc/sys/fs/inotify/max_queued_events";
+
+    fn set(events: u32) -> Option<Self> {
+        let old = std::fs::read_to_string(Self::PATH).ok()?;
+        std::fs::write(Self::PATH, events.to_string()).ok()?;
+        Some(Self(old.trim().to_owned()))
+    }
+}
+
+impl Drop for SmallInotifyQueue {
+    fn drop(&mut self) {
+        let _ = std::fs::write(Self::PATH, &self.0);
+    }
+}
+
+#[test]
+fn a_burst_of_twenty_thousand_files_ends_fully_indexed_through_a_rescan() {
+    let home = Home::new();
+    home.write("seed.txt", "seed\n");
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    // The watcher's queue is made small so the burst overflows it for sure (at the
+    // default 16,384 the watcher usually keeps up); restored once the watcher runs.
+    let Some(small) = SmallInotifyQueue::set(16) else {
+        eprintln!(
+            "SKIPPED: cannot shrink the inotify queue here (needs root); the Rescan path is not exercised"
+        );
+        return;
+    };
+    let w = Watching::start(&home);
+    drop(small);
+    // Faster than the watcher drains its queue: the kernel's queue overflows.
+    for d in 0..20 {
+        let dir = home.docs.join(format!("b{d:02}"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for i in 0..1000 {
+            std::fs::write(
+                dir.join(format!("f{i:04}.txt")),
+                format!("burst file {d} {i}\n"),
+            )
+            .expect("write");
+        }
+    }
+    w.until("all 20,001 files are indexed", || {
+        home.count("SELECT count(*) FROM folder_files WHERE status = 'indexed'") == 20_001
+    });
+    assert!(
+        w.saw("rescan"),
+        "precondition: the burst overflowed the watcher and was walked again"
+    );
+    assert_eq!(home.count("SELECT count(*) FROM chunks"), 20_001);
 }

@@ -19,6 +19,7 @@ pub mod index;
 pub mod search;
 pub mod vectors;
 mod walk;
+pub mod watch;
 pub mod worker;
 
 use std::collections::HashMap;

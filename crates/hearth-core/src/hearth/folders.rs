@@ -23,6 +23,12 @@ pub const INGEST_JOB: &str = "folder_ingest";
 /// Chunks embedded per batch (one progress event each).
 const EMBED_BATCH: usize = 32;
 
+/// How often the watcher looks for folders added or removed (by any process).
+const SYNC_EVERY: Duration = Duration::from_secs(2);
+
+/// How long the watcher waits for events at a time.
+const WAIT: Duration = Duration::from_millis(500);
+
 /// How often a process that waits for another's indexer looks at the store.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 
@@ -73,6 +79,28 @@ pub struct IndexOptions {
     /// The extraction worker; this binary with the hidden argument by default.
     pub worker: Option<WorkerCommand>,
     pub limits: Limits,
+}
+
+/// The folder watcher of [`FolderService::start_watching`]; stops when dropped.
+pub struct WatchingFolders {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WatchingFolders {
+    /// Stops the watcher and waits for it (at most one wait for events, 0.5 s).
+    pub fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for WatchingFolders {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Watched folders, one method per use case. Blocking: the app calls it off its async
@@ -214,50 +242,7 @@ impl FolderService {
             self.queue_ingest()?;
             return self.summary();
         }
-        let worker = match &options.worker {
-            Some(w) => w.clone(),
-            None => WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?,
-        };
-        let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
-        let mut last_done = 0;
-        loop {
-            if let Some(_lock) = IndexLock::try_acquire(&lock_path)? {
-                let mut indexer = Indexer::new(
-                    self.hearth.inner.store.clone(),
-                    worker.clone(),
-                    options.limits,
-                );
-                let offset = last_done;
-                indexer.run(&|| false, &mut |p| {
-                    on(&Progress {
-                        done: p.done + offset,
-                        total: p.total + offset,
-                        ..p.clone()
-                    })
-                })?;
-                break;
-            }
-            // Another process indexes: follow its progress through the store.
-            let left = self.runnable_pending()?;
-            if left == 0 {
-                break;
-            }
-            let done = pending.saturating_sub(left).max(last_done);
-            if done != last_done {
-                last_done = done;
-                on(&Progress {
-                    phase: "follow",
-                    done,
-                    total: done + left,
-                    path: None,
-                    status: None,
-                });
-            }
-            std::thread::sleep(FOLLOW_POLL);
-        }
-        if options.wait_vectors {
-            self.embed_all(&lock_path, true, &|| false, on)?;
-        }
+        self.drain(options, true, &|| false, on)?;
         let summary = self.summary()?;
         let total = summary.files.indexed + summary.files.skipped + summary.files.failed;
         on(&Progress {
@@ -321,6 +306,172 @@ impl FolderService {
             }
             return Ok(());
         }
+    }
+
+    /// Watches every folder until `stop` says so (the app, `hearth index --watch`): first
+    /// the reconcile pass over all of them (changes made while nothing ran), then each
+    /// change is reconciled and its files indexed — here when `options.wait` (the CLI),
+    /// else queued for the ingest job (the app). An overflow of the OS's event queue is a
+    /// `rescan` event, a folder the OS cannot watch is walked every 30 s (`polling`).
+    pub fn watch(
+        &self,
+        options: &IndexOptions,
+        stop: &dyn Fn() -> bool,
+        on: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        use crate::folders::watch::{FolderWatcher, POLL_EVERY};
+        use std::time::Instant;
+        let folders = self.folders();
+        let mut watcher = FolderWatcher::new();
+        let mut last_poll = Instant::now();
+        let mut last_sync: Option<Instant> = None;
+        let mut first = true;
+        let event = |phase: &'static str, path: &str| Progress {
+            phase,
+            done: 0,
+            total: 0,
+            path: Some(path.to_owned()),
+            status: None,
+        };
+        let mut list = Vec::new();
+        while !stop() {
+            if last_sync.is_none_or(|t| t.elapsed() >= SYNC_EVERY) {
+                // Folders added or removed by any process, read every 2 s (not per wait).
+                list = folders.list()?;
+                for (id, _why) in watcher.sync(&list) {
+                    if let Some(f) = list.iter().find(|f| f.id == id) {
+                        on(&event("polling", &f.path));
+                    }
+                }
+                last_sync = Some(Instant::now());
+            }
+            let mut dirty: std::collections::BTreeSet<i64> = if first {
+                list.iter().map(|f| f.id).collect()
+            } else {
+                let seen = watcher.wait(WAIT);
+                for id in &seen.rescan {
+                    if let Some(f) = list.iter().find(|f| f.id == *id) {
+                        on(&event("rescan", &f.path));
+                    }
+                }
+                seen.dirty
+            };
+            first = false;
+            if last_poll.elapsed() >= POLL_EVERY {
+                dirty.extend(watcher.polled().iter().copied());
+                // A folder that went (an unplugged drive) or came back.
+                dirty.extend(list.iter().filter(|f| !f.available).map(|f| f.id));
+                last_poll = Instant::now();
+            }
+            if dirty.is_empty() {
+                continue;
+            }
+            let mut queued = 0;
+            for f in list.iter().filter(|f| dirty.contains(&f.id)) {
+                let r = folders.reconcile(f)?;
+                queued += r.queued + r.removed + r.moved;
+            }
+            if queued == 0 && self.runnable_pending()? == 0 {
+                continue;
+            }
+            if options.wait {
+                self.drain(options, false, stop, on)?;
+            } else {
+                self.queue_ingest()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts watching every folder on a thread of its own (the app): changes are reconciled
+    /// and queued for the ingest job, which this process's job runner takes. Stopped when
+    /// the handle is dropped.
+    pub fn start_watching(&self) -> WatchingFolders {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let this = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("folder-watcher".into())
+            .spawn(move || {
+                let events = this.hearth.inner.events.clone();
+                let stopped = || flag.load(std::sync::atomic::Ordering::Relaxed);
+                let result = this.watch(&IndexOptions::default(), &stopped, &mut |p| {
+                    if matches!(p.phase, "rescan" | "polling") {
+                        tracing::info!(phase = p.phase, "folder watcher");
+                    }
+                    let _ = events.send(crate::events::Event::IndexProgress {
+                        done: p.done,
+                        total: p.total,
+                    });
+                });
+                if let Err(e) = result {
+                    tracing::warn!(code = e.code(), "the folder watcher stopped");
+                }
+            })
+            .ok();
+        WatchingFolders { stop, thread }
+    }
+
+    /// Indexes the queue here under the indexer's lock, then (with `wait_vectors`) embeds;
+    /// when another process holds the lock, follows it through the store if `follow`, else
+    /// leaves the work to it.
+    fn drain(
+        &self,
+        options: &IndexOptions,
+        follow: bool,
+        stop: &dyn Fn() -> bool,
+        on: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        let worker = match &options.worker {
+            Some(w) => w.clone(),
+            None => WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?,
+        };
+        let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
+        let pending = self.runnable_pending()?;
+        let mut last_done = 0;
+        loop {
+            if let Some(_lock) = IndexLock::try_acquire(&lock_path)? {
+                let mut indexer = Indexer::new(
+                    self.hearth.inner.store.clone(),
+                    worker.clone(),
+                    options.limits,
+                );
+                let offset = last_done;
+                indexer.run(stop, &mut |p| {
+                    on(&Progress {
+                        done: p.done + offset,
+                        total: p.total + offset,
+                        ..p.clone()
+                    })
+                })?;
+                break;
+            }
+            if !follow {
+                return Ok(());
+            }
+            // Another process indexes: follow its progress through the store.
+            let left = self.runnable_pending()?;
+            if left == 0 || stop() {
+                break;
+            }
+            let done = pending.saturating_sub(left).max(last_done);
+            if done != last_done {
+                last_done = done;
+                on(&Progress {
+                    phase: "follow",
+                    done,
+                    total: done + left,
+                    path: None,
+                    status: None,
+                });
+            }
+            std::thread::sleep(FOLLOW_POLL);
+        }
+        if options.wait_vectors {
+            let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
+            self.embed_all(&lock_path, follow, stop, on)?;
+        }
+        Ok(())
     }
 
     /// Runs the queue here if no other process does (the ingest job). Returns how many

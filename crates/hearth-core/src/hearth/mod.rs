@@ -16,6 +16,7 @@ use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
 pub use folders::{
     FolderService, FolderState, FolderSummary, INGEST_JOB, IndexOptions, IndexSummary,
+    WatchingFolders,
 };
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use liveness::STALE_TURN;
