@@ -1115,3 +1115,158 @@ fn a_burst_of_twenty_thousand_files_ends_fully_indexed_through_a_rescan() {
     );
     assert_eq!(home.count("SELECT count(*) FROM chunks"), 20_001);
 }
+
+#[test]
+fn a_file_its_user_may_not_read_is_unreadable_and_the_rest_are_indexed() {
+    // As root every file is readable: run `hearth` as nobody (uid 65534) over a data
+    // folder nobody owns. Skipped, saying so, where that cannot be done.
+    let setpriv = Path::new("/usr/bin/setpriv");
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root || !setpriv.exists() {
+        eprintln!("SKIPPED: needs root and setpriv to run hearth as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let open = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    open(tmp.path(), 0o755);
+    // The binary where nobody may run it (the target dir may be under /root).
+    let bin = tmp.path().join("hearth");
+    std::fs::copy(env!("CARGO_BIN_EXE_hearth"), &bin).expect("copy hearth");
+    open(&bin, 0o755);
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).expect("data");
+    std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown");
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).expect("docs");
+    open(&docs, 0o755);
+    std::fs::write(docs.join("open.txt"), "A readable note about otters.\n").expect("write");
+    open(&docs.join("open.txt"), 0o644);
+    std::fs::write(docs.join("closed.txt"), "A private note about badgers.\n").expect("write");
+    open(&docs.join("closed.txt"), 0o000);
+    let nobody = |args: &[&str]| -> Value {
+        let out = Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env("HEARTH_HOME", &data)
+            .env("HOME", &data)
+            .env("HEARTH_KEY_BACKEND", "file")
+            .env_remove("HEARTH_TEST_CRASH_AT")
+            .env_remove("HEARTH_TEST_DELAY_AT")
+            .stdin(Stdio::null())
+            .output()
+            .expect("setpriv");
+        json_of(&out, args)
+    };
+    let docs_arg = docs.to_str().expect("utf-8");
+    nobody(&["folders", "add", docs_arg, "--json"]);
+    let summary = nobody(&["index", "--wait", "--json"]);
+    assert_eq!(summary["files"]["indexed"], 1, "{summary}");
+    assert_eq!(summary["files"]["failed"], 1, "{summary}");
+    let files = nobody(&["folders", "files", docs_arg, "--json"]);
+    let closed = files
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("closed.txt"))
+        })
+        .expect("closed.txt listed");
+    assert_eq!(closed["status"], "failed");
+    assert_eq!(closed["reason_code"], "unreadable");
+    assert_eq!(closed["message"], "permission denied");
+    let found = nobody(&["search", "otters", "--mode", "bm25", "--json"]);
+    assert_eq!(found["results"].as_array().map(Vec::len), Some(1));
+}
+
+/// A PDF with one page per text (Helvetica, one line each; an empty text is a page with
+/// no text, as a scan is).
+fn pdf(pages: &[&str]) -> Vec<u8> {
+    let mut objects: Vec<String> = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        String::new(), // the page tree, once the pages' numbers are known
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into(),
+    ];
+    let mut kids = Vec::new();
+    for text in pages {
+        let content = if text.is_empty() {
+            String::from("0 0 m 100 100 l S")
+        } else {
+            format!("BT /F1 12 Tf 72 720 Td ({text}) Tj ET")
+        };
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ));
+        let contents = objects.len();
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {contents} 0 R >>"
+        ));
+        kids.push(format!("{} 0 R", objects.len()));
+    }
+    objects[1] = format!(
+        "<< /Type /Pages /Kids [{}] /Count {} >>",
+        kids.join(" "),
+        pages.len()
+    );
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
+    for o in offsets {
+        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+#[test]
+fn pdf_pages_are_read_and_cited_and_broken_or_empty_ones_say_why() {
+    let home = Home::new();
+    home.write(
+        "manual.pdf",
+        pdf(&[
+            "Chapter one is about installing the heater.",
+            "The boiler code is B-5512 for low pressure.",
+        ]),
+    );
+    home.write("scan.pdf", pdf(&["", ""]));
+    let whole = pdf(&["A page about the greenhouse thermostat."]);
+    home.write("truncated.pdf", &whole[..whole.len() / 3]);
+    home.write("notapdf.pdf", "just some text with a .pdf name");
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    home.json(&["index", "--wait", "--json"]);
+    let s = home.statuses();
+    assert_eq!(s["manual.pdf"].0, "indexed");
+    assert_eq!(s["scan.pdf"], ("skipped".into(), Some("no_text".into())));
+    assert_eq!(s["notapdf.pdf"], ("failed".into(), Some("corrupt".into())));
+    assert_ne!(
+        s["truncated.pdf"].0, "pending",
+        "a truncated PDF is decided, not left"
+    );
+    let hits = home.search("boiler B-5512");
+    assert_eq!(paths(&hits), ["manual.pdf"]);
+    assert_eq!(hits[0]["page"], 2, "{hits:?}");
+    let hits = home.search("heater");
+    assert_eq!(hits[0]["page"], 1);
+}

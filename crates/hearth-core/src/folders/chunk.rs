@@ -86,7 +86,7 @@ pub fn chunk(doc: &Extracted) -> Vec<Draft> {
     let line_of = |offset: usize| newlines.partition_point(|&n| n < offset) + 1;
     let encoding = crate::tokens::Encoding::O200kBase;
     let mut out = Vec::new();
-    for (start, end, heading) in sections(text, doc.markdown) {
+    for (start, end, heading) in sections(text, doc.markdown, &doc.pages) {
         let section = &text[start..end];
         let pieces: Vec<(usize, &str)> = if doc.markdown {
             markdown_splitter.chunk_indices(section).collect()
@@ -122,8 +122,23 @@ pub fn chunk(doc: &Extracted) -> Vec<Draft> {
 /// The parts of a text chunked apart, with the heading path each sits under. Markdown is
 /// cut at its headings, so no chunk straddles two sections and each cites the section it
 /// is from; a heading with nothing under it before the next one goes with that one (its
-/// path is the deeper heading's). Other text is one part.
-fn sections(text: &str, markdown: bool) -> Vec<(usize, usize, Option<String>)> {
+/// path is the deeper heading's). A PDF is cut at its pages, so each chunk cites one page.
+/// Other text is one part.
+fn sections(text: &str, markdown: bool, pages: &[usize]) -> Vec<(usize, usize, Option<String>)> {
+    if !pages.is_empty() {
+        return pages
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                (
+                    start,
+                    pages.get(i + 1).copied().unwrap_or(text.len()).max(start),
+                    None,
+                )
+            })
+            .filter(|(a, b, _)| b > a && text.get(*a..*b).is_some_and(|t| !t.trim().is_empty()))
+            .collect();
+    }
     let hs = if markdown { headings(text) } else { Vec::new() };
     if hs.is_empty() {
         return vec![(0, text.len(), None)];

@@ -158,10 +158,8 @@ pub fn extract(path: &Path, kind: Kind, limits: &Limits) -> Result<Extracted, Re
         Kind::Csv => (csv(&decode_text(&bytes)?), false, Vec::new()),
         Kind::Json => (json(&decode_text(&bytes)?)?, false, Vec::new()),
         Kind::Pdf => {
-            return Err(Refusal::new(
-                Reason::Unsupported,
-                "PDF text is not read yet (it comes with the next version of the indexer)",
-            ));
+            let (text, pages) = pdf(&bytes, limits)?;
+            (text, false, pages)
         }
     };
     if text.len() as u64 > limits.max_text_bytes {
@@ -297,6 +295,60 @@ fn html(bytes: &[u8], limits: &Limits) -> Result<String, Refusal> {
         return Err(Refusal::new(Reason::TooLarge, "its text is too large"));
     }
     Ok(out)
+}
+
+/// The most pages of a PDF that are read.
+pub const MAX_PDF_PAGES: usize = 10_000;
+
+/// A PDF's text, page by page (`pdf_oxide`), with where each page starts. A PDF that needs
+/// a password is `encrypted`; one with no text on any page (scanned images) ends up
+/// `no_text`, not indexed empty.
+fn pdf(bytes: &[u8], limits: &Limits) -> Result<(String, Vec<usize>), Refusal> {
+    if !bytes.starts_with(b"%PDF")
+        && !bytes
+            .get(..1024)
+            .is_some_and(|h| h.windows(4).any(|w| w == b"%PDF"))
+    {
+        return Err(Refusal::new(Reason::Corrupt, "not a PDF file"));
+    }
+    let doc = pdf_oxide::PdfDocument::from_bytes(bytes.to_vec()).map_err(|e| match e {
+        pdf_oxide::Error::EncryptedPdf => {
+            Refusal::new(Reason::Encrypted, "the PDF is password-protected")
+        }
+        e => Refusal::new(Reason::Corrupt, format!("a broken PDF: {e}")),
+    })?;
+    if doc.is_encrypted() && !doc.authenticate(b"").unwrap_or(false) {
+        return Err(Refusal::new(
+            Reason::Encrypted,
+            "the PDF is password-protected",
+        ));
+    }
+    let n = doc
+        .page_count()
+        .map_err(|e| Refusal::new(Reason::Corrupt, format!("a broken PDF: {e}")))?;
+    if n > MAX_PDF_PAGES {
+        return Err(Refusal::new(
+            Reason::TooLarge,
+            format!("it has over {MAX_PDF_PAGES} pages"),
+        ));
+    }
+    let mut text = String::new();
+    let mut pages = Vec::with_capacity(n);
+    for i in 0..n {
+        pages.push(text.len());
+        // A page that cannot be read is left out; the others still count.
+        if let Ok(t) = doc.extract_text(i) {
+            let t = t.trim();
+            if !t.is_empty() {
+                text.push_str(t);
+                text.push_str("\n\n");
+            }
+        }
+        if text.len() as u64 > limits.max_text_bytes {
+            return Err(Refusal::new(Reason::TooLarge, "its text is too large"));
+        }
+    }
+    Ok((text, pages))
 }
 
 /// The compound-file signature of an encrypted Office document (and of old `.doc` files).
