@@ -82,13 +82,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             if !outcome.sources.is_empty() {
                 println!("\nSources:");
                 for src in &outcome.sources {
-                    let place = match src.page {
-                        Some(p) => format!("page {p}"),
-                        None if src.line_start == src.line_end => {
-                            format!("line {}", src.line_start)
-                        }
-                        None => format!("lines {}-{}", src.line_start, src.line_end),
-                    };
+                    let place =
+                        hearth_core::folders::search::place(src.page, src.line_start, src.line_end);
                     let under = src
                         .heading
                         .as_deref()

@@ -255,11 +255,7 @@ pub fn search(
         println!("Nothing found.");
     }
     for hit in &found.results {
-        let place = match hit.page {
-            Some(p) => format!("page {p}"),
-            None if hit.line_start == hit.line_end => format!("line {}", hit.line_start),
-            None => format!("lines {}-{}", hit.line_start, hit.line_end),
-        };
+        let place = hearth_core::folders::search::place(hit.page, hit.line_start, hit.line_end);
         let heading = hit
             .heading
             .as_deref()

@@ -147,10 +147,7 @@ impl RetrievalSource for FolderRetrieval {
                     .strip_prefix(&h.folder)
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| h.path.clone());
-                let place = match h.page {
-                    Some(p) => format!("page {p}"),
-                    None => format!("lines {}-{}", h.line_start, h.line_end),
-                };
+                let place = super::search::place(h.page, h.line_start, h.line_end);
                 let under = h
                     .heading
                     .as_deref()

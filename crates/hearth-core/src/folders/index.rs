@@ -121,6 +121,21 @@ fn stat(path: &Path) -> Option<(Stat, bool)> {
     Some(((size, mtime, id), regular))
 }
 
+/// Pending files of folders that are neither paused nor unavailable: what an indexer run
+/// would take.
+pub fn runnable_pending(store: &Store) -> Result<u64> {
+    store
+        .read_blocking(|c| {
+            c.query_row(
+                "SELECT count(*) FROM folder_files f JOIN folders d ON d.id = f.folder_id
+                  WHERE f.status = 'pending' AND d.paused = 0 AND d.available = 1",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| n.max(0) as u64)
+}
+
 /// The status a refusal leaves a file in: `failed` when Hearth tried and could not read it
 /// (broken, unreadable, too slow), `skipped` when it is not something to index.
 pub fn status_of(reason: Reason) -> FileStatus {
@@ -155,16 +170,7 @@ impl Indexer {
 
     /// Pending files of folders that are neither paused nor unavailable.
     pub fn pending(&self) -> Result<u64> {
-        self.store
-            .read_blocking(|c| {
-                c.query_row(
-                    "SELECT count(*) FROM folder_files f JOIN folders d ON d.id = f.folder_id
-                  WHERE f.status = 'pending' AND d.paused = 0 AND d.available = 1",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-            })
-            .map(|n| n.max(0) as u64)
+        runnable_pending(&self.store)
     }
 
     fn next_batch(&self) -> Result<Vec<Queued>> {

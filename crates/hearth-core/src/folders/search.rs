@@ -56,6 +56,44 @@ pub struct Hit {
     pub snippet: String,
 }
 
+/// Where a passage is, as people read it: `page 3`, `line 7` or `lines 7-12`.
+pub fn place(page: Option<u32>, line_start: u32, line_end: u32) -> String {
+    match page {
+        Some(p) => format!("page {p}"),
+        None if line_start == line_end => format!("line {line_start}"),
+        None => format!("lines {line_start}-{line_end}"),
+    }
+}
+
+impl Hit {
+    /// A hit (rank and score 0) for chunk `id` of file `rel` in folder `root`, at
+    /// `(line_start, line_end, page)` as stored.
+    fn of(
+        id: i64,
+        root: String,
+        rel: &str,
+        heading: Option<String>,
+        (line_start, line_end, page): (i64, i64, Option<i64>),
+        snippet: String,
+    ) -> Hit {
+        Hit {
+            rank: 0,
+            score: 0.0,
+            chunk_id: id,
+            path: std::path::Path::new(&root)
+                .join(rel)
+                .to_string_lossy()
+                .into_owned(),
+            folder: root,
+            heading,
+            line_start: u32::try_from(line_start).unwrap_or(0),
+            line_end: u32::try_from(line_end).unwrap_or(0),
+            page: page.and_then(|p| u32::try_from(p).ok()),
+            snippet,
+        }
+    }
+}
+
 /// What a search returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Found {
@@ -104,17 +142,7 @@ pub fn keyword(store: &Store, text: &str, k: usize, folder: Option<i64>) -> Resu
             hits.push(Hit {
                 rank: hits.len() + 1,
                 score,
-                chunk_id: id,
-                path: std::path::Path::new(&root)
-                    .join(rel)
-                    .to_string_lossy()
-                    .into_owned(),
-                folder: root,
-                heading,
-                line_start: u32::try_from(ls).unwrap_or(0),
-                line_end: u32::try_from(le).unwrap_or(0),
-                page: page.and_then(|p| u32::try_from(p).ok()),
-                snippet,
+                ..Hit::of(id, root, &rel, heading, (ls, le, page), snippet)
             });
         }
         Ok(hits)
@@ -170,21 +198,7 @@ fn details(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64
             }
             out.insert(
                 id,
-                Hit {
-                    rank: 0,
-                    score: 0.0,
-                    chunk_id: id,
-                    path: std::path::Path::new(&root)
-                        .join(rel)
-                        .to_string_lossy()
-                        .into_owned(),
-                    folder: root,
-                    heading,
-                    line_start: u32::try_from(ls).unwrap_or(0),
-                    line_end: u32::try_from(le).unwrap_or(0),
-                    page: page.and_then(|p| u32::try_from(p).ok()),
-                    snippet,
-                },
+                Hit::of(id, root, &rel, heading, (ls, le, page), snippet),
             );
         }
         Ok(out)

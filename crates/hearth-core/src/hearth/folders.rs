@@ -499,18 +499,7 @@ impl FolderService {
     }
 
     fn runnable_pending(&self) -> Result<u64> {
-        self.hearth
-            .inner
-            .store
-            .read_blocking(|c| {
-                c.query_row(
-                    "SELECT count(*) FROM folder_files f JOIN folders d ON d.id = f.folder_id
-                  WHERE f.status = 'pending' AND d.paused = 0 AND d.available = 1",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-            })
-            .map(|n| n.max(0) as u64)
+        crate::folders::index::runnable_pending(&self.hearth.inner.store)
     }
 
     /// Counts over every folder.
