@@ -142,6 +142,12 @@ pub enum Command {
         /// Only files in this watched folder.
         #[arg(long)]
         folder: Option<std::path::PathBuf>,
+        /// Only files of this type, by extension (md, pdf, docx …).
+        #[arg(long = "type", value_name = "EXT")]
+        file_type: Option<String>,
+        /// Only files modified at or after this time (ms since the Unix epoch).
+        #[arg(long, value_name = "MS")]
+        modified_since: Option<i64>,
     },
     /// Durable background jobs (learning from conversations, re-embedding memories).
     ///

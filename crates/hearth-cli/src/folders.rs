@@ -234,7 +234,7 @@ pub fn search(
     query: &str,
     k: usize,
     mode: &str,
-    folder: Option<&Path>,
+    scope: &hearth_core::SearchScope<'_>,
 ) -> Result<(), Failure> {
     let mode = Mode::parse(mode).ok_or_else(|| {
         Failure::new(
@@ -243,7 +243,7 @@ pub fn search(
         )
     })?;
     let hearth = hearth()?;
-    let found = hearth.folders().search(query, k, mode, folder)?;
+    let found = hearth.folders().search(query, k, mode, scope)?;
     if out.json {
         out.print_json(&found);
         return Ok(());

@@ -88,7 +88,19 @@ fn main() -> ExitCode {
             k,
             mode,
             folder,
-        } => folders::search(&out, &query, k, &mode, folder.as_deref()),
+            file_type,
+            modified_since,
+        } => folders::search(
+            &out,
+            &query,
+            k,
+            &mode,
+            &hearth_core::SearchScope {
+                folder: folder.as_deref(),
+                extension: file_type.as_deref(),
+                modified_since,
+            },
+        ),
         Command::Eval {
             command:
                 EvalCommand::Memory {

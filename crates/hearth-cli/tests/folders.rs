@@ -369,6 +369,40 @@ fn a_hit_cites_the_file_lines_and_heading_it_came_from() {
         paths(only["results"].as_array().expect("results")),
         ["o.txt"]
     );
+    // By file type, and by modified time (the handbook was written before o.txt).
+    let by_type = home.json(&[
+        "search", "PRN-7731", "--mode", "bm25", "--type", "MD", "--json",
+    ]);
+    assert_eq!(
+        paths(by_type["results"].as_array().expect("results")),
+        ["handbook.md"]
+    );
+    let mtime = |p: &Path| -> i64 {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
+    };
+    let cut = mtime(&other.join("o.txt"));
+    assert!(
+        mtime(&home.docs.join("handbook.md")) < cut,
+        "precondition: the handbook is older"
+    );
+    let since = cut.to_string();
+    let recent = home.json(&[
+        "search",
+        "PRN-7731",
+        "--mode",
+        "bm25",
+        "--modified-since",
+        &since,
+        "--json",
+    ]);
+    assert_eq!(
+        paths(recent["results"].as_array().expect("results")),
+        ["o.txt"]
+    );
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub use hearth::{
     ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
     FolderState, FolderSummary, Hearth, INGEST_JOB, IndexOptions, IndexSummary, JobResult,
     JobRunner, LocalModelStatus, MemoryCounts, MemoryDetail, MemoryService, ModelService,
-    ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, Status, WatchingFolders,
+    ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope, Status, WatchingFolders,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

@@ -127,11 +127,16 @@ impl RetrievalSource for FolderRetrieval {
                     e.model_id(),
                     &q,
                     PASSAGES,
-                    None,
+                    &super::search::Filter::default(),
                     Some(MIN_SIMILARITY),
                 )?
             }
-            _ => super::search::keyword(&self.store, message, PASSAGES, None)?,
+            _ => super::search::keyword(
+                &self.store,
+                message,
+                PASSAGES,
+                &super::search::Filter::default(),
+            )?,
         };
         let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
         let texts = super::search::texts(&self.store, ids)?;

@@ -103,8 +103,40 @@ pub struct Found {
     pub results: Vec<Hit>,
 }
 
-/// Keyword (BM25) search over every indexed chunk, or those of `folder`.
-pub fn keyword(store: &Store, text: &str, k: usize, folder: Option<i64>) -> Result<Vec<Hit>> {
+/// Which chunks a search looks at: those of one folder, of one file type, of files
+/// modified since a time — or all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub folder: Option<i64>,
+    /// A file extension, without the dot, any case (`md`, `pdf`).
+    pub extension: Option<String>,
+    /// Files modified at or after this time (ms since the epoch).
+    pub modified_since: Option<crate::time::Millis>,
+}
+
+impl Filter {
+    /// The SQL condition on `folder_files f` for parameters `?{n}`, `?{n+1}`, `?{n+2}`.
+    pub(super) fn sql(n: usize) -> String {
+        format!(
+            "(?{n} IS NULL OR f.folder_id = ?{n}) AND (?{a} IS NULL OR lower(f.rel_path) LIKE '%.' || lower(?{a})) AND (?{b} IS NULL OR f.mtime >= ?{b})",
+            a = n + 1,
+            b = n + 2
+        )
+    }
+
+    pub(super) fn values(&self) -> (Option<i64>, Option<String>, Option<i64>) {
+        let ext = self
+            .extension
+            .as_deref()
+            .map(|e| e.trim_start_matches('.').replace(['%', '_'], ""))
+            .filter(|e| !e.is_empty());
+        (self.folder, ext, self.modified_since)
+    }
+}
+
+/// Keyword (BM25) search over the indexed chunks `filter` lets through.
+pub fn keyword(store: &Store, text: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>> {
+    let (folder, ext, since) = filter.values();
     let Some(q) = crate::rank::fts_query(text) else {
         return Ok(Vec::new());
     };
@@ -112,30 +144,34 @@ pub fn keyword(store: &Store, text: &str, k: usize, folder: Option<i64>) -> Resu
     store.read_blocking(move |c| {
         // FTS5 is the outer loop and consumes `ORDER BY rank`, so the LIMIT stops the
         // joins (and the snippets) after the best rows.
-        let mut stmt = c.prepare_cached(
+        let mut stmt = c.prepare_cached(&format!(
             "SELECT chunks_fts.rowid, -rank, snippet(chunks_fts, 0, '', '', '…', 40),
                     ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path, d.id
                FROM chunks_fts
                JOIN chunks ch ON ch.id = chunks_fts.rowid
                JOIN folder_files f ON f.id = ch.file_id
                JOIN folders d ON d.id = f.folder_id
-              WHERE chunks_fts MATCH ?1 AND rank MATCH ?3 AND (?4 IS NULL OR d.id = ?4)
+              WHERE chunks_fts MATCH ?1 AND rank MATCH ?3 AND {}
               ORDER BY rank LIMIT ?2",
+            Filter::sql(4)
+        ))?;
+        let rows = stmt.query_map(
+            params![q, k as i64, BM25_WEIGHTS, folder, ext, since],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, Option<i64>>(6)?,
+                    r.get::<_, String>(7)?,
+                    r.get::<_, String>(8)?,
+                    r.get::<_, i64>(9)?,
+                ))
+            },
         )?;
-        let rows = stmt.query_map(params![q, k as i64, BM25_WEIGHTS, folder], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, f64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, String>(7)?,
-                r.get::<_, String>(8)?,
-                r.get::<_, i64>(9)?,
-            ))
-        })?;
         let mut hits = Vec::new();
         for row in rows {
             let (id, score, snippet, heading, ls, le, page, root, rel, _folder_id) = row?;
@@ -211,9 +247,9 @@ pub fn vector(
     model: &str,
     query: &[f32],
     k: usize,
-    folder: Option<i64>,
+    filter: &Filter,
 ) -> Result<Vec<Hit>> {
-    let near = super::vectors::nearest(store, model, query, k.clamp(1, 200), folder)?;
+    let near = super::vectors::nearest(store, model, query, k.clamp(1, 200), filter)?;
     let mut found = details(store, near.iter().map(|(id, _)| *id).collect())?;
     Ok(near
         .iter()
@@ -235,9 +271,9 @@ pub fn hybrid(
     model: &str,
     query: &[f32],
     k: usize,
-    folder: Option<i64>,
+    filter: &Filter,
 ) -> Result<Vec<Hit>> {
-    hybrid_with_floor(store, text, model, query, k, folder, None)
+    hybrid_with_floor(store, text, model, query, k, filter, None)
 }
 
 /// [`hybrid`], leaving out chunks found only by their vector with a cosine similarity
@@ -248,14 +284,14 @@ pub fn hybrid_with_floor(
     model: &str,
     query: &[f32],
     k: usize,
-    folder: Option<i64>,
+    filter: &Filter,
     min_similarity: Option<f64>,
 ) -> Result<Vec<Hit>> {
     use crate::rank::Evidence;
     let k = k.clamp(1, 200);
     let depth = k.max(CANDIDATES);
-    let lexical = keyword(store, text, depth, folder)?;
-    let near = super::vectors::nearest(store, model, query, depth, folder)?;
+    let lexical = keyword(store, text, depth, filter)?;
+    let near = super::vectors::nearest(store, model, query, depth, filter)?;
     let mut evidence: std::collections::HashMap<i64, Evidence> = std::collections::HashMap::new();
     for (i, h) in lexical.iter().enumerate() {
         let e = evidence.entry(h.chunk_id).or_default();

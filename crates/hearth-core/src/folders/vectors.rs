@@ -107,21 +107,25 @@ pub fn nearest(
     model: &str,
     query: &[f32],
     k: usize,
-    folder: Option<i64>,
+    filter: &super::search::Filter,
 ) -> Result<Vec<(i64, f64)>> {
+    let (folder, ext, since) = filter.values();
+    let filtered = filter != &super::search::Filter::default();
     let blob: Vec<u8> = query.iter().flat_map(|f| f.to_le_bytes()).collect();
     let model = model.to_owned();
     store.read_blocking(move |c| {
-        let mut stmt = c.prepare_cached(
+        let mut stmt = c.prepare_cached(&format!(
             "SELECT v.chunk_id, vec_distance_cosine(v.vector, ?1) AS d FROM chunk_vectors v
               WHERE v.model = ?2 AND length(v.vector) = length(?1)
-                AND (?4 IS NULL OR v.chunk_id IN (SELECT ch.id FROM chunks ch
-                       JOIN folder_files f ON f.id = ch.file_id WHERE f.folder_id = ?4))
+                AND (?4 = 0 OR v.chunk_id IN (SELECT ch.id FROM chunks ch
+                       JOIN folder_files f ON f.id = ch.file_id WHERE {}))
               ORDER BY d LIMIT ?3",
+            super::search::Filter::sql(5)
+        ))?;
+        let rows = stmt.query_map(
+            params![blob, model, k as i64, filtered, folder, ext, since],
+            |r| Ok((r.get::<_, i64>(0)?, 1.0 - r.get::<_, f64>(1)?)),
         )?;
-        let rows = stmt.query_map(params![blob, model, k as i64, folder], |r| {
-            Ok((r.get::<_, i64>(0)?, 1.0 - r.get::<_, f64>(1)?))
-        })?;
         rows.collect()
     })
 }

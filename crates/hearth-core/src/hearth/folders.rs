@@ -81,6 +81,17 @@ pub struct IndexOptions {
     pub limits: Limits,
 }
 
+/// What a search looks at: one watched folder, one file type, files modified since a time
+/// (each optional; none: everything indexed).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchScope<'a> {
+    pub folder: Option<&'a Path>,
+    /// A file extension (`md`, `.pdf`).
+    pub extension: Option<&'a str>,
+    /// ms since the epoch.
+    pub modified_since: Option<Millis>,
+}
+
 /// The folder watcher of [`FolderService::start_watching`]; stops when dropped.
 pub struct WatchingFolders {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -547,10 +558,16 @@ impl FolderService {
         })
     }
 
-    /// Searches the indexed chunks (of the folder at `folder`, when given). Hybrid falls
-    /// back to keyword search, saying so, while chunks have no vectors.
-    pub fn search(&self, text: &str, k: usize, mode: Mode, folder: Option<&Path>) -> Result<Found> {
-        let folder_id = match folder {
+    /// Searches the indexed chunks `scope` lets through. Hybrid falls back to keyword
+    /// search, saying so, while chunks have no vectors.
+    pub fn search(
+        &self,
+        text: &str,
+        k: usize,
+        mode: Mode,
+        scope: &SearchScope<'_>,
+    ) -> Result<Found> {
+        let folder_id = match scope.folder {
             Some(p) => Some(
                 self.folders()
                     .find(p)?
@@ -560,6 +577,11 @@ impl FolderService {
                     .id,
             ),
             None => None,
+        };
+        let filter = crate::folders::search::Filter {
+            folder: folder_id,
+            extension: scope.extension.map(str::to_owned),
+            modified_since: scope.modified_since,
         };
         let store = &self.hearth.inner.store;
         let embedder = self.hearth.inner.embedder.get();
@@ -576,7 +598,7 @@ impl FolderService {
             (Mode::Bm25, _) => Ok(Found {
                 mode: Mode::Bm25,
                 warning: None,
-                results: crate::folders::search::keyword(store, text, k, folder_id)?,
+                results: crate::folders::search::keyword(store, text, k, &filter)?,
             }),
             (Mode::Hybrid, Some(e)) if with_vectors => {
                 let q = e.embed_query(text)?;
@@ -589,7 +611,7 @@ impl FolderService {
                         e.model_id(),
                         &q,
                         k,
-                        folder_id,
+                        &filter,
                     )?,
                 })
             }
@@ -598,7 +620,7 @@ impl FolderService {
                 Ok(Found {
                     mode: Mode::Vector,
                     warning: None,
-                    results: crate::folders::search::vector(store, e.model_id(), &q, k, folder_id)?,
+                    results: crate::folders::search::vector(store, e.model_id(), &q, k, &filter)?,
                 })
             }
             (Mode::Hybrid, _) => Ok(Found {
@@ -606,7 +628,7 @@ impl FolderService {
                 warning: Some(format!(
                     "{no_vectors}: these are keyword (bm25) results only"
                 )),
-                results: crate::folders::search::keyword(store, text, k, folder_id)?,
+                results: crate::folders::search::keyword(store, text, k, &filter)?,
             }),
             (Mode::Vector, _) => Ok(Found {
                 mode: Mode::Vector,

@@ -15,7 +15,7 @@ pub use conversations::ConversationService;
 use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
 pub use folders::{
-    FolderService, FolderState, FolderSummary, INGEST_JOB, IndexOptions, IndexSummary,
+    FolderService, FolderState, FolderSummary, INGEST_JOB, IndexOptions, IndexSummary, SearchScope,
     WatchingFolders,
 };
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
