@@ -115,7 +115,7 @@ impl RetrievalSource for FolderRetrieval {
         }
         let embedder = self.embedder.get();
         let with_vectors = match &embedder {
-            Some(e) => super::vectors::counts(&self.store, e.model_id())?.0 > 0,
+            Some(e) => super::vectors::any(&self.store, e.model_id())?,
             None => false,
         };
         let hits = match embedder {

@@ -34,6 +34,19 @@ pub fn counts(store: &Store, model: &str) -> Result<(u64, u64)> {
     })
 }
 
+/// Whether any chunk has a vector from `model` (asked on every search and chat turn: one
+/// index probe, not a count).
+pub fn any(store: &Store, model: &str) -> Result<bool> {
+    let model = model.to_owned();
+    store.read_blocking(move |c| {
+        c.query_row(
+            "SELECT EXISTS (SELECT 1 FROM chunk_vectors WHERE model = ?1)",
+            [model],
+            |r| r.get(0),
+        )
+    })
+}
+
 /// Chunks of folder `folder` with a vector from `model`.
 pub fn embedded_in_folder(store: &Store, folder: i64, model: &str) -> Result<u64> {
     let model = model.to_owned();

@@ -114,6 +114,16 @@ impl Drop for WatchingFolders {
     }
 }
 
+impl IndexOptions {
+    /// The extraction worker: the one given, else this binary with the hidden argument.
+    fn worker(&self) -> Result<WorkerCommand> {
+        match &self.worker {
+            Some(w) => Ok(w.clone()),
+            None => WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e)),
+        }
+    }
+}
+
 /// Watched folders, one method per use case. Blocking: the app calls it off its async
 /// threads.
 #[derive(Clone)]
@@ -433,10 +443,7 @@ impl FolderService {
         stop: &dyn Fn() -> bool,
         on: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
-        let worker = match &options.worker {
-            Some(w) => w.clone(),
-            None => WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?,
-        };
+        let worker = options.worker()?;
         let lock_path = self.hearth.inner.store.data_dir().index_lock_path();
         let pending = self.runnable_pending()?;
         let mut last_done = 0;
@@ -492,8 +499,7 @@ impl FolderService {
         let Some(_lock) = IndexLock::try_acquire(&lock_path)? else {
             return Ok(None);
         };
-        let worker =
-            WorkerCommand::current_exe().map_err(|e| Error::io("current executable", e))?;
+        let worker = IndexOptions::default().worker()?;
         let mut indexer = Indexer::new(self.hearth.inner.store.clone(), worker, Limits::default());
         let events = self.hearth.inner.events.clone();
         let report = indexer.run(stop, &mut |p| {
@@ -586,7 +592,7 @@ impl FolderService {
         let store = &self.hearth.inner.store;
         let embedder = self.hearth.inner.embedder.get();
         let with_vectors = match &embedder {
-            Some(e) => crate::folders::vectors::counts(store, e.model_id())?.0 > 0,
+            Some(e) => crate::folders::vectors::any(store, e.model_id())?,
             None => false,
         };
         let no_vectors = if embedder.is_none() {
