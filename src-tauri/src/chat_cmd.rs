@@ -66,9 +66,14 @@ pub async fn get_messages(
 ) -> Result<Vec<MessageDto>, ErrorDto> {
     let ConversationArgs { conversation_id } = args.0;
     let convs = state.hearth()?.conversations();
-    let messages = tauri::async_runtime::spawn_blocking(move || convs.messages(&conversation_id))
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    let (messages, mut sources) = tauri::async_runtime::spawn_blocking(move || {
+        Ok::<_, hearth_core::Error>((
+            convs.messages(&conversation_id)?,
+            convs.sources(&conversation_id)?,
+        ))
+    })
+    .await
+    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
     Ok(messages
         .into_iter()
         .map(|m| MessageDto {
@@ -77,6 +82,12 @@ pub async fn get_messages(
             content: m.message.content,
             state: state_name(m.state),
             turn: m.turn.map(Into::into),
+            sources: sources
+                .remove(&m.id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
         })
         .collect())
 }
@@ -233,6 +244,7 @@ fn start_turn<R: Runtime>(
                             zones: Some(done.zones.into()),
                             fallback_from: done.fallback_from,
                         },
+                        sources: done.sources.into_iter().map(Into::into).collect(),
                     },
                 )
             }

@@ -4,6 +4,7 @@
 mod chat_cmd;
 mod cmd;
 pub mod dto;
+mod folders_cmd;
 mod memory_cmd;
 mod providers_cmd;
 mod shortcut;
@@ -42,6 +43,11 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 tracing::warn!(error = %e, "could not show the main window");
             }
         }))
+        // Rust-side only: no window may call these plugins' own commands (the capability
+        // files list ours alone). The dialog picks a folder; the opener opens a file the
+        // engine checked is inside a watched folder.
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
                 .with_handler(shortcut::on_shortcut)
@@ -111,10 +117,15 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
+        const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(150);
+        let mut last_progress = std::time::Instant::now() - PROGRESS_EVERY;
         loop {
             match rx.recv().await {
                 Ok(Event::StoreChanged) => {
                     let _ = app.emit("store_changed", ());
+                    // Another process may have paused or added folders.
+                    let app = app.clone();
+                    tauri::async_runtime::spawn_blocking(move || tray::refresh(&app));
                 }
                 Ok(Event::MemoryUpdated {
                     conversation,
@@ -152,8 +163,19 @@ fn forward_events<R: Runtime>(app: &AppHandle<R>, hearth: &Hearth) {
                         },
                     );
                 }
-                // The Folders screen reads counts from the store on `store_changed`.
-                Ok(Event::IndexProgress { .. }) => {}
+                // One event per file can be thousands a second: the window hears at most
+                // one every PROGRESS_EVERY, and always the last of a run.
+                Ok(Event::IndexProgress { done, total }) => {
+                    let now = std::time::Instant::now();
+                    if done >= total || now.duration_since(last_progress) >= PROGRESS_EVERY {
+                        last_progress = now;
+                        let _ = app.emit_to(
+                            tauri::EventTarget::webview_window(windows::MAIN),
+                            "index_progress",
+                            dto::IndexProgressEvent { done, total },
+                        );
+                    }
+                }
                 Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => break,
             }

@@ -79,19 +79,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             .await?;
         if !json {
             println!();
-            if !outcome.sources.is_empty() {
-                println!("\nSources:");
-                for src in &outcome.sources {
-                    let place =
-                        hearth_core::folders::search::place(src.page, src.line_start, src.line_end);
-                    let under = src
-                        .heading
-                        .as_deref()
-                        .map(|h| format!(" — {h}"))
-                        .unwrap_or_default();
-                    println!("[{}] {} ({place}){under}", src.position, src.path);
-                }
-            }
+            print_sources(&outcome.sources);
         }
         if let Some(from) = &outcome.fallback_from {
             eprintln!(
@@ -143,15 +131,35 @@ fn conversations() -> Result<hearth_core::ConversationService, Failure> {
     Ok(Hearth::open_oneshot(&open_options()?)?.conversations())
 }
 
+/// An answer's sources, as `hearth chat` and `hearth conversations show` print them.
+fn print_sources(sources: &[hearth_core::folders::cite::Source]) {
+    if sources.is_empty() {
+        return;
+    }
+    println!("\nSources:");
+    for src in sources {
+        let place = hearth_core::folders::search::place(src.page, src.line_start, src.line_end);
+        let under = src
+            .heading
+            .as_deref()
+            .map(|h| format!(" — {h}"))
+            .unwrap_or_default();
+        println!("[{}] {} ({place}){under}", src.position, src.path);
+    }
+}
+
 pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
-    let messages = conversations()?.messages(id)?;
+    let service = conversations()?;
+    let messages = service.messages(id)?;
+    let mut sources = service.sources(id)?;
     if out.json {
         let rows: Vec<_> = messages
             .iter()
             .map(|m| {
                 json!({"id": m.id, "role": m.message.role, "content": m.message.content,
                             "state": m.state, "tokens": m.tokens, "created_at": m.created_at,
-                            "turn": m.turn})
+                            "turn": m.turn,
+                            "sources": sources.get(&m.id).cloned().unwrap_or_default()})
             })
             .collect();
         out.print_json(&rows);
@@ -168,7 +176,11 @@ pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
                         .unwrap_or_default()
                 ),
             };
-            println!("{role}{state}: {}\n", m.message.content);
+            println!("{role}{state}: {}", m.message.content);
+            if let Some(src) = sources.remove(&m.id) {
+                print_sources(&src);
+            }
+            println!();
         }
     }
     Ok(())

@@ -849,6 +849,52 @@ async fn answers_get_passages_of_watched_folders_as_data_and_keep_them_as_source
     assert_eq!(second[2]["content"], "Reseat the toner [1].");
     assert_eq!(second.last().expect("current")["content"], "thanks");
 
+    // `conversations show` lists them with the answer (the app's get_messages reads the
+    // same façade call).
+    let out = output(home.cmd(&server, &["conversations", "show", "--json", &id])).await;
+    assert!(out.status.success());
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(shown[1]["sources"], Value::Array(sources.clone()), "{shown}");
+    assert_eq!(shown[0]["sources"], serde_json::json!([]));
+    assert_eq!(shown[3]["sources"], serde_json::json!([]), "an answer given no passage");
+    let out = output(home.cmd(&server, &["conversations", "show", &id])).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("assistant: Reseat the toner [1].\n\nSources:\n[1] "),
+        "{text}"
+    );
+
+    // The passage view and "Open file": by chunk id, only a file still inside its folder.
+    let printer_chunk = printer["chunk_id"].as_i64().expect("chunk id");
+    {
+        let mut o = OpenOptions::new(DataDir::new(&home.root));
+        o.new_key_backend = KeyBackend::File;
+        let hearth = hearth_core::Hearth::open_oneshot(&o).expect("open");
+        let folders = hearth.folders();
+        let passage = folders.passage(printer_chunk).expect("passage");
+        assert!(passage.text.contains("reseat the toner"), "{passage:?}");
+        assert_eq!(passage.heading.as_deref(), Some("Printer > Errors"));
+        assert_eq!(passage.rel_path, "printer.md");
+        let printer_path = std::fs::canonicalize(docs.join("printer.md")).expect("canonical");
+        assert_eq!(folders.file_of(printer_chunk).expect("file"), printer_path);
+        // The file becomes a link to a secret elsewhere (nothing re-indexed yet).
+        let secret = home.root.parent().expect("tmp").join("id_ed25519");
+        std::fs::write(&secret, "PRIVATE KEY").expect("secret");
+        std::fs::remove_file(&printer_path).expect("rm");
+        std::os::unix::fs::symlink(&secret, &printer_path).expect("link");
+        let refused = folders.file_of(printer_chunk).expect_err("a link out is not opened");
+        assert_eq!(refused.code(), "invalid_input", "{refused}");
+        std::fs::remove_file(&printer_path).expect("rm link");
+        let gone = folders.file_of(printer_chunk).expect_err("a deleted file");
+        assert_eq!(gone.code(), "not_found", "{gone}");
+        assert!(folders.file_of(i64::MAX).is_err());
+        std::fs::write(
+            &printer_path,
+            "# Printer\n\n## Errors\n\nPRN-7731 means the toner is loose: reseat the toner.\n",
+        )
+        .expect("restore");
+    }
+
     // Sources are kept by chunk id: the file's text goes, and so does the source.
     let count = |sql: &'static str| -> i64 {
         home.store()

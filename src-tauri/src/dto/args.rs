@@ -239,3 +239,55 @@ pub struct SetEmbeddingArgs {
     pub provider: Option<String>,
     pub model: Option<String>,
 }
+
+/// The arguments of a command about one watched folder (`add_folder`, `remove_folder`).
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct FolderPathArgs {
+    pub path: String,
+}
+
+/// The arguments of `set_folder_paused`: one folder, or every folder when `path` is null.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetFolderPausedArgs {
+    pub path: Option<String>,
+    pub paused: bool,
+}
+
+/// The arguments of `list_folder_files`: a folder's entries, or only those of one status
+/// (indexed, pending, skipped, failed).
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct FolderFilesArgs {
+    pub path: String,
+    pub status: Option<String>,
+}
+
+/// The arguments of `search_documents`: what to look for, in one folder or all.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchDocumentsArgs {
+    pub query: String,
+    pub folder: Option<String>,
+    /// hybrid (the default), bm25 or vector.
+    pub mode: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// The arguments of a command about one indexed passage (`get_passage`, `open_source_file`).
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkArgs {
+    #[ts(type = "number")]
+    pub chunk_id: i64,
+}
+
+/// The arguments of `open_source_file`: open the file, or show it in its folder.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenSourceArgs {
+    #[ts(type = "number")]
+    pub chunk_id: i64,
+    pub reveal: bool,
+}

@@ -36,6 +36,9 @@ pub struct MessageDto {
     pub state: String,
     /// For an answer: the model, tokens, cost and context of its turn.
     pub turn: Option<TurnInfoDto>,
+    /// For an answer: the passages of watched folders it was given, `[1]` first (those whose
+    /// file's text is gone since are not listed).
+    pub sources: Vec<super::SourceDto>,
 }
 
 /// Tokens per zone of the prompt a turn sent (the context inspector).
@@ -149,6 +152,8 @@ pub struct ChatDoneEvent {
     #[ts(type = "number | null")]
     pub message_id: Option<i64>,
     pub turn: TurnInfoDto,
+    /// The passages of watched folders the answer was given, `[1]` first.
+    pub sources: Vec<super::SourceDto>,
 }
 
 /// A turn that failed.

@@ -7,11 +7,13 @@ use ts_rs::TS;
 
 pub mod args;
 mod chat;
+mod folders;
 mod memory;
 mod providers;
 
 pub use args::*;
 pub use chat::*;
+pub use folders::*;
 pub use memory::*;
 pub use providers::*;
 
@@ -114,10 +116,12 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("memory_updated", "MemoryUpdatedEvent"),
     ("embedding_progress", "EmbeddingProgressEvent"),
     ("model_download_progress", "ModelDownloadEvent"),
+    ("index_progress", "IndexProgressEvent"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
 const IMPORTS: &[&str] = &[
+    "AddFolderResultDto",
     "ChatDoneEvent",
     "ChatFailedEvent",
     "ChatStatusDto",
@@ -128,7 +132,10 @@ const IMPORTS: &[&str] = &[
     "EmbeddingStatusDto",
     "ErrorDto",
     "ExportResultDto",
+    "FileDto",
+    "FolderDto",
     "ImportResultDto",
+    "IndexProgressEvent",
     "MemoryChangeDto",
     "MemoryCountsDto",
     "MemoryDetailDto",
@@ -140,9 +147,11 @@ const IMPORTS: &[&str] = &[
     "ModelDownloadEvent",
     "ModelInfoDto",
     "OpenConversationEvent",
+    "PassageDto",
     "PresetDto",
     "ProviderDto",
     "ProviderTestDto",
+    "SearchResultDto",
     "SendResultDto",
     "ShortcutStatus",
     "SlotDto",

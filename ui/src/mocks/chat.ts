@@ -11,6 +11,7 @@
  * `open_conversation`. Scenario `chat-fails` fails every turn, `fallback` answers with the
  * fallback model. After a stored answer, memory may learn (./memory.ts `afterAnswer`).
  */
+import type { FoldersMock } from './folders';
 import type { Events } from '../lib/bindings/commands';
 import type { ConversationDto } from '../lib/bindings/ConversationDto';
 import type { ErrorDto } from '../lib/bindings/ErrorDto';
@@ -70,6 +71,10 @@ export const XSS_ANSWER = [
 
 const CODE_QUESTION = /\b(code|python|script|function|sort|program)\b/i;
 
+/** A question the seeded notes answer (Folders: /home/ada/Notes/home/printer.md): cited. */
+const FILE_QUESTION = /\b(printer|wi-?fi|toner)\b/i;
+export const FILE_ANSWER_PIECES = ['Your notes say the office printer ', '(a Brother HL-L2350DW) uses the Wi-Fi ', 'password **tea-kettle-42** [1]; ', 'it only joins the 2.4 GHz network.'];
+
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 
@@ -108,6 +113,7 @@ const plain = (id: number, role: 'user' | 'assistant', content: string, state = 
   content,
   state,
   turn: null,
+  sources: [],
 });
 
 function seedConversations(now: number, withMarkdown: boolean): StoredConversation[] {
@@ -203,6 +209,7 @@ export function createChatMock(options: {
   scenario: Scenario;
   providers: ProvidersMock;
   memory: () => MemoryMock;
+  folders: () => FoldersMock;
   emit: <K extends keyof Events>(event: K, payload: Events[K]) => Promise<void>;
 }): ChatMock {
   const { scenario, providers, emit } = options;
@@ -303,10 +310,19 @@ export function createChatMock(options: {
     const answeredBy = scenario === 'fallback' && slots.fallback_enabled && slots.fallback ? slots.fallback : main;
     const turn = turnInfo(answeredBy, history, question, answer);
     if (answeredBy !== main) turn.fallback_from = main.model;
+    // The passages of watched folders the answer was given (the core's FolderRetrieval).
+    const sources = pieces === FILE_ANSWER_PIECES ? options.folders().sourcesFor(question) : [];
     let messageId: number | null = null;
     if (conversation) {
       messageId = nextMessageId++;
-      conversation.log.push({ id: messageId, role: 'assistant', content: answer, state: stopped ? 'stopped' : 'complete', turn: structuredClone(turn) });
+      conversation.log.push({
+        id: messageId,
+        role: 'assistant',
+        content: answer,
+        state: stopped ? 'stopped' : 'complete',
+        turn: structuredClone(turn),
+        sources: structuredClone(sources),
+      });
       conversation.messages = conversation.log.length;
       conversation.updated_at = Date.now();
     }
@@ -319,12 +335,14 @@ export function createChatMock(options: {
       output_tokens: turn.output_tokens,
       message_id: messageId,
       turn,
+      sources,
     });
     // After the answer, the core reconciles memory in the background (never for a temporary chat).
     if (conversation && messageId !== null && !stopped) options.memory().afterAnswer(conversation.id, messageId);
   }
 
-  const answerFor = (question: string): string[] => (CODE_QUESTION.test(question) ? CODE_ANSWER_PIECES : MOCK_ANSWER_PIECES);
+  const answerFor = (question: string): string[] =>
+    CODE_QUESTION.test(question) ? CODE_ANSWER_PIECES : FILE_QUESTION.test(question) && options.folders().sourcesFor(question).length > 0 ? FILE_ANSWER_PIECES : MOCK_ANSWER_PIECES;
 
   function startTurn(conversation: StoredConversation | null, question: string, pieces: string[]): { turn_id: number } {
     const turnId = nextTurnId++;

@@ -8,6 +8,7 @@
  *   ./providers.ts  providers, model slots, local servers, the model table
  *   ./memory.ts     long-term memory and Hearth's proposals (seed data in ./memory-seed.ts)
  *   ./embedding.ts  the search model: download and re-indexing
+ *   ./folders.ts    watched folders, search over the user's files, an answer's sources
  *
  * The handler tables are typed from the generated bindings (./types.ts): adding, removing or
  * changing a command or a DTO in Rust (and regenerating the bindings) breaks `npm run check`.
@@ -29,6 +30,11 @@
  *   __hearthMock.releaseEmbedding()    stop holding: the rest run at the normal pace
  *   __hearthMock.failNextDownload()    the next download_embedding_model fails halfway (DOWNLOAD_FAILURE)
  *   __hearthMock.setEmbeddingElsewhere(kind, provider?, model?)  another process changes the search model
+ *   __hearthMock.setFolderDelay(ms)    time between files indexed (default 90)
+ *   __hearthMock.holdIndexing() / stepIndexing(n) / releaseIndexing()  index one file per step
+ *   __hearthMock.pickFolder(path|null) what the OS folder picker answers next (null: cancelled)
+ *   __hearthMock.openedFiles()         every open_source_file that opened a file: { path, reveal }
+ *   __hearthMock.deleteOnDisk(relPath) a watched file is deleted on disk (not noticed yet)
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -49,6 +55,7 @@ import type { MemoryProposalDto } from '../lib/bindings/MemoryProposalDto';
 import type { StatusDto } from '../lib/bindings/StatusDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
 import { createChatMock } from './chat';
+import { createFoldersMock, type OpenedFile } from './folders';
 import { createEmbeddingMock, embeddingStateFromLocation, type EmbeddingState } from './embedding';
 import { createMemoryMock, type MemoryScenario } from './memory';
 import { createProvidersMock, type LocalServer } from './providers';
@@ -81,6 +88,13 @@ export type MockControl = {
   releaseEmbedding(): void;
   failNextDownload(): void;
   setEmbeddingElsewhere(kind: 'local' | 'off' | 'provider', provider?: string, model?: string): Promise<void>;
+  setFolderDelay(ms: number): void;
+  holdIndexing(): void;
+  stepIndexing(count?: number): void;
+  releaseIndexing(): void;
+  pickFolder(path: string | null): void;
+  openedFiles(): OpenedFile[];
+  deleteOnDisk(relPath: string): void;
 };
 
 declare global {
@@ -106,7 +120,8 @@ export function installMocks(
   const settings = createSettingsMock({ scenario, emit: send });
   const providers = createProvidersMock({ scenario, delay: () => chat.delay() });
   // Chat and memory need each other (an answer may teach; learning follows the chat's pace).
-  const chat = createChatMock({ scenario, providers, memory: () => memory, emit: send });
+  const chat = createChatMock({ scenario, providers, memory: () => memory, folders: () => folders, emit: send });
+  const folders = createFoldersMock({ seeded: scenario !== 'startup-error', emit: send });
   const seeded = seededScenario(scenario);
   const memoryScenario: MemoryScenario =
     scenario === 'memory-near-budget'
@@ -136,6 +151,7 @@ export function installMocks(
     ...providers.handlers,
     ...memory.handlers,
     ...embedding.handlers,
+    ...folders.handlers,
   };
 
   const calls: IpcCall[] = [];
@@ -177,6 +193,13 @@ export function installMocks(
     releaseEmbedding: () => embedding.release(),
     failNextDownload: () => embedding.failNextDownload(),
     setEmbeddingElsewhere: (kind, provider, model) => embedding.changeElsewhere(kind, provider, model),
+    setFolderDelay: (ms) => folders.setDelay(ms),
+    holdIndexing: () => folders.hold(),
+    stepIndexing: (count) => folders.step(count),
+    releaseIndexing: () => folders.release(),
+    pickFolder: (path) => folders.pickFolder(path),
+    openedFiles: () => folders.opened(),
+    deleteOnDisk: (relPath) => folders.deleteOnDisk(relPath),
   };
   window.__hearthMock = control;
   return control;

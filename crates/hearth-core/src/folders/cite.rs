@@ -58,35 +58,122 @@ pub fn record(store: &Store, message: i64, cited: &[(u32, i64)]) -> Result<()> {
     })
 }
 
+const SOURCE_COLUMNS: &str =
+    "s.position, s.chunk_id, d.path, f.rel_path, ch.heading, ch.line_start,
+     ch.line_end, ch.page, s.message_id";
+
+const SOURCE_JOINS: &str = "message_sources s JOIN chunks ch ON ch.id = s.chunk_id
+     JOIN folder_files f ON f.id = ch.file_id JOIN folders d ON d.id = f.folder_id";
+
+fn source_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Source)> {
+    let root: String = r.get(2)?;
+    let rel: String = r.get(3)?;
+    Ok((
+        r.get(8)?,
+        Source {
+            position: r.get(0)?,
+            chunk_id: r.get(1)?,
+            path: std::path::Path::new(&root)
+                .join(rel)
+                .to_string_lossy()
+                .into_owned(),
+            heading: r.get(4)?,
+            line_start: u32::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+            line_end: u32::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+            page: r
+                .get::<_, Option<i64>>(7)?
+                .and_then(|p| u32::try_from(p).ok()),
+        },
+    ))
+}
+
 /// The sources of answer `message`, in citation order.
 pub fn sources(store: &Store, message: i64) -> Result<Vec<Source>> {
     store.read_blocking(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {SOURCE_COLUMNS} FROM {SOURCE_JOINS} WHERE s.message_id = ?1 ORDER BY s.position"
+        ))?;
+        let rows = stmt.query_map([message], source_row)?;
+        rows.map(|r| r.map(|(_, s)| s)).collect()
+    })
+}
+
+/// The sources of every answer of `conversation`, by message id, each in citation order.
+pub fn sources_of_conversation(
+    store: &Store,
+    conversation: &str,
+) -> Result<std::collections::HashMap<i64, Vec<Source>>> {
+    let conversation = conversation.to_owned();
+    store.read_blocking(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {SOURCE_COLUMNS} FROM {SOURCE_JOINS} JOIN messages m ON m.id = s.message_id
+              WHERE m.conversation_id = ?1 ORDER BY s.message_id, s.position"
+        ))?;
+        let mut out: std::collections::HashMap<i64, Vec<Source>> = Default::default();
+        for row in stmt.query_map([conversation], source_row)? {
+            let (message, source) = row?;
+            out.entry(message).or_default().push(source);
+        }
+        Ok(out)
+    })
+}
+
+/// One indexed passage as the passage view shows it: where it is and its text (as indexed:
+/// the file may have changed since, which the next reconcile pass notices).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassageView {
+    pub chunk_id: i64,
+    /// The file, absolute.
+    pub path: String,
+    /// The watched folder it is in.
+    pub folder: String,
+    /// The file's path inside the folder.
+    pub rel_path: String,
+    pub heading: Option<String>,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub page: Option<u32>,
+    pub text: String,
+    /// When the file was last modified (ms since the epoch), as last indexed.
+    pub modified: Option<crate::time::Millis>,
+}
+
+/// The passage of chunk `id`; `None` when it is gone (its file changed or was removed).
+pub fn passage(store: &Store, id: i64) -> Result<Option<PassageView>> {
+    store.read_blocking(move |c| {
         let mut stmt = c.prepare_cached(
-            "SELECT s.position, s.chunk_id, d.path, f.rel_path, ch.heading, ch.line_start,
-                    ch.line_end, ch.page
-               FROM message_sources s JOIN chunks ch ON ch.id = s.chunk_id
-               JOIN folder_files f ON f.id = ch.file_id JOIN folders d ON d.id = f.folder_id
-              WHERE s.message_id = ?1 ORDER BY s.position",
+            "SELECT ch.id, d.path, f.rel_path, ch.heading, ch.line_start, ch.line_end, ch.page,
+                    ch.text, f.mtime
+               FROM chunks ch JOIN folder_files f ON f.id = ch.file_id
+               JOIN folders d ON d.id = f.folder_id
+              WHERE ch.id = ?1",
         )?;
-        let rows = stmt.query_map([message], |r| {
-            let root: String = r.get(2)?;
-            let rel: String = r.get(3)?;
-            Ok(Source {
-                position: r.get(0)?,
-                chunk_id: r.get(1)?,
-                path: std::path::Path::new(&root)
-                    .join(rel)
+        let row = stmt.query_row([id], |r| {
+            let folder: String = r.get(1)?;
+            let rel_path: String = r.get(2)?;
+            Ok(PassageView {
+                chunk_id: r.get(0)?,
+                path: std::path::Path::new(&folder)
+                    .join(&rel_path)
                     .to_string_lossy()
                     .into_owned(),
-                heading: r.get(4)?,
-                line_start: u32::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
-                line_end: u32::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+                folder,
+                rel_path,
+                heading: r.get(3)?,
+                line_start: u32::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
+                line_end: u32::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
                 page: r
-                    .get::<_, Option<i64>>(7)?
+                    .get::<_, Option<i64>>(6)?
                     .and_then(|p| u32::try_from(p).ok()),
+                text: r.get(7)?,
+                modified: r.get(8)?,
             })
-        })?;
-        rows.collect()
+        });
+        match row {
+            Ok(p) => Ok(Some(p)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(e),
+        }
     })
 }
 

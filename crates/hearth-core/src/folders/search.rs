@@ -27,6 +27,14 @@ pub enum Mode {
 }
 
 impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Bm25 => "bm25",
+            Mode::Vector => "vector",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Mode> {
         Some(match s {
             "hybrid" => Mode::Hybrid,

@@ -58,6 +58,15 @@ impl ConversationService {
         store.messages(id)
     }
 
+    /// The sources of every answer of conversation `id` (the passages of watched folders
+    /// each was given), by message id. A source whose file's text is gone is not listed.
+    pub fn sources(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::HashMap<i64, Vec<crate::folders::cite::Source>>> {
+        crate::folders::cite::sources_of_conversation(&self.hearth.inner.store, id)
+    }
+
     /// Renames a conversation; the title is trimmed and cannot be empty.
     pub fn rename(&self, id: &str, title: &str) -> Result<()> {
         if self.store().rename(id, title)? {

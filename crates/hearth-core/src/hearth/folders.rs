@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Hearth, jobs};
+use crate::folders::cite::PassageView;
 use crate::folders::extract::Limits;
 use crate::folders::index::{IndexLock, Indexer, Progress};
 use crate::folders::search::{Found, Mode};
@@ -202,6 +203,52 @@ impl FolderService {
             chunks_embedded,
             last_indexed: f.last_indexed,
         })
+    }
+
+    /// The indexed passage of chunk `id` (a search hit, an answer's source), with its text.
+    /// `not_found` when it is gone: its file changed, was deleted or its folder removed.
+    pub fn passage(&self, id: i64) -> Result<PassageView> {
+        crate::folders::cite::passage(&self.hearth.inner.store, id)?.ok_or_else(|| {
+            Error::NotFound(
+                "this passage is no longer indexed: its file changed or is gone".to_owned(),
+            )
+        })
+    }
+
+    /// The file of chunk `id`, for the user to open or reveal: only a regular file that,
+    /// links resolved, is still inside its watched folder (never what a link points to
+    /// elsewhere, never a path the caller makes up).
+    pub fn file_of(&self, id: i64) -> Result<std::path::PathBuf> {
+        let p = self.passage(id)?;
+        let gone = || Error::NotFound(format!("{} is no longer there", p.path));
+        let root = std::fs::canonicalize(&p.folder).map_err(|_| gone())?;
+        let file = std::fs::canonicalize(&p.path).map_err(|_| gone())?;
+        if !file.starts_with(&root) {
+            return Err(Error::InvalidInput(format!(
+                "{} now leads outside its watched folder; Hearth will not open it",
+                p.path
+            )));
+        }
+        match std::fs::metadata(&file) {
+            Ok(m) if m.is_file() => Ok(file),
+            _ => Err(gone()),
+        }
+    }
+
+    /// How many folders are watched, and how many of them are paused (the tray's
+    /// "Pause indexing": ticked when all are, greyed out with none).
+    pub fn paused_counts(&self) -> Result<(usize, usize)> {
+        let list = self.folders().list()?;
+        Ok((list.len(), list.iter().filter(|f| f.paused).count()))
+    }
+
+    /// "Pause indexing" from the tray: pauses every folder, or resumes them all when all
+    /// are paused. Returns whether indexing is now paused.
+    pub fn toggle_pause_all(&self) -> Result<bool> {
+        let (all, paused) = self.paused_counts()?;
+        let pause = !(all > 0 && paused == all);
+        self.set_paused(None, pause)?;
+        Ok(pause)
     }
 
     /// The entries the walk met in the folder at `path` (all statuses, or only `status`).

@@ -48,6 +48,7 @@ const streamingMessage = (assistantKey: string): Message => ({
   content: '',
   state: 'streaming',
   turn: null,
+  sources: [],
 });
 
 export class ChatScreen {
@@ -164,6 +165,7 @@ export class ChatScreen {
       content: dto.content,
       state: dto.state,
       turn: dto.turn,
+      sources: dto.sources,
     };
   }
 
@@ -393,7 +395,7 @@ export class ChatScreen {
     this.contextKey = null;
     this.highlightId = null;
     this.messages.push(
-      { key: this.key(), id: null, role: 'user', content: text, state: 'complete', turn: null },
+      { key: this.key(), id: null, role: 'user', content: text, state: 'complete', turn: null, sources: [] },
       streamingMessage(assistantKey),
     );
     this.draft = '';
@@ -445,6 +447,7 @@ export class ChatScreen {
       message.state = done.stopped ? 'stopped' : 'complete';
       message.id = done.message_id;
       message.turn = done.turn;
+      message.sources = done.sources;
     }
     this.turn = null;
     if (current.view === this.view && done.conversation_id !== null) this.activeId = done.conversation_id;

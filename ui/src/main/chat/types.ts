@@ -1,3 +1,4 @@
+import type { SourceDto } from '../../lib/bindings/SourceDto';
 import type { TurnInfoDto } from '../../lib/bindings/TurnInfoDto';
 
 /** A message as the Chat screen shows it. */
@@ -12,4 +13,6 @@ export type Message = {
   state: string;
   /** For an answer: model, tokens, cost and context zones (null when unknown). */
   turn: TurnInfoDto | null;
+  /** For an answer: the passages of the user's files it was given, [1] first. */
+  sources: SourceDto[];
 };

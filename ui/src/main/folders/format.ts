@@ -1,0 +1,53 @@
+/** Words for the Folders screen: states and the fixed reasons a file was skipped or failed. */
+import type { FolderDto } from '../../lib/bindings/FolderDto';
+
+export const STATE_LABEL: Record<string, string> = {
+  indexing: 'Reading',
+  idle: 'Up to date',
+  paused: 'Paused',
+  unavailable: 'Unavailable',
+};
+
+/** Each `reason_code` of hearth-core's `folders::Reason`, for people. */
+export const REASON_LABEL: Record<string, string> = {
+  too_large: 'Too large',
+  binary: 'Not text',
+  encrypted: 'Encrypted',
+  corrupt: 'Damaged',
+  unreadable: 'No permission',
+  symlink_loop: 'Link loop',
+  symlink_outside: 'Link leads outside the folder',
+  not_regular: 'Not a regular file',
+  timeout: 'Took too long to read',
+  unsupported: 'Unsupported type',
+  no_text: 'No text in it',
+  empty: 'Empty',
+};
+
+export function reasonLabel(code: string | null): string {
+  return code === null ? '' : (REASON_LABEL[code] ?? code);
+}
+
+/** "Reading 4 of 12 files", "Up to date", … */
+export function stateLine(folder: FolderDto): string {
+  switch (folder.state) {
+    case 'indexing': {
+      const total = folder.indexed + folder.pending + folder.failed + folder.skipped;
+      return `Reading: ${total - folder.pending} of ${total} files`;
+    }
+    case 'paused':
+      return folder.pending > 0 ? `Paused with ${folder.pending} ${folder.pending === 1 ? 'file' : 'files'} still to read` : 'Paused: changes are not read until you resume';
+    case 'unavailable':
+      return 'The folder is not there (an unplugged drive?). What Hearth read is kept until it comes back or you remove it.';
+    default:
+      return 'Up to date: changes are read as they happen';
+  }
+}
+
+/** "3 KB", "4.6 MB". */
+export function formatSize(bytes: number | null): string {
+  if (bytes === null) return '';
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
