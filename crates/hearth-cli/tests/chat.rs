@@ -854,9 +854,17 @@ async fn answers_get_passages_of_watched_folders_as_data_and_keep_them_as_source
     let out = output(home.cmd(&server, &["conversations", "show", "--json", &id])).await;
     assert!(out.status.success());
     let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(shown[1]["sources"], Value::Array(sources.clone()), "{shown}");
+    assert_eq!(
+        shown[1]["sources"],
+        Value::Array(sources.clone()),
+        "{shown}"
+    );
     assert_eq!(shown[0]["sources"], serde_json::json!([]));
-    assert_eq!(shown[3]["sources"], serde_json::json!([]), "an answer given no passage");
+    assert_eq!(
+        shown[3]["sources"],
+        serde_json::json!([]),
+        "an answer given no passage"
+    );
     let out = output(home.cmd(&server, &["conversations", "show", &id])).await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -882,7 +890,9 @@ async fn answers_get_passages_of_watched_folders_as_data_and_keep_them_as_source
         std::fs::write(&secret, "PRIVATE KEY").expect("secret");
         std::fs::remove_file(&printer_path).expect("rm");
         std::os::unix::fs::symlink(&secret, &printer_path).expect("link");
-        let refused = folders.file_of(printer_chunk).expect_err("a link out is not opened");
+        let refused = folders
+            .file_of(printer_chunk)
+            .expect_err("a link out is not opened");
         assert_eq!(refused.code(), "invalid_input", "{refused}");
         std::fs::remove_file(&printer_path).expect("rm link");
         let gone = folders.file_of(printer_chunk).expect_err("a deleted file");
