@@ -66,14 +66,13 @@ pub async fn get_messages(
 ) -> Result<Vec<MessageDto>, ErrorDto> {
     let ConversationArgs { conversation_id } = args.0;
     let convs = state.hearth()?.conversations();
-    let (messages, mut sources) = tauri::async_runtime::spawn_blocking(move || {
-        Ok::<_, hearth_core::Error>((
+    let (messages, mut sources) = crate::cmd::blocking(move || {
+        Ok((
             convs.messages(&conversation_id)?,
             convs.sources(&conversation_id)?,
         ))
     })
-    .await
-    .map_err(|e| ErrorDto::new("internal", e.to_string()))??;
+    .await?;
     Ok(messages
         .into_iter()
         .map(|m| MessageDto {

@@ -42,3 +42,12 @@ pub fn hide_quick_prompt<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> 
 pub fn show_main_window<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
     Ok(windows::show_main(&app)?)
 }
+
+/// Runs a blocking engine call off the async threads; a panicked task is `internal`.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> hearth_core::Result<T> + Send + 'static,
+) -> Result<T, ErrorDto> {
+    Ok(tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
+}

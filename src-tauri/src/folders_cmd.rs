@@ -11,17 +11,10 @@ use tauri::{AppHandle, Emitter, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
+use crate::cmd::blocking;
 use crate::dto::args::*;
 use crate::dto::{AddFolderResultDto, ErrorDto, FileDto, FolderDto, PassageDto, SearchResultDto};
 use crate::state::AppState;
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> hearth_core::Result<T> + Send + 'static,
-) -> Result<T, ErrorDto> {
-    Ok(tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
-}
 
 fn folders(state: &AppState) -> Result<FolderService, ErrorDto> {
     Ok(state.hearth()?.folders())

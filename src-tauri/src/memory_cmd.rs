@@ -6,6 +6,7 @@ use hearth_core::memory::{self, Filter, Kind, Memory, NewMemory, Source};
 use hearth_core::{ExportFormat, MemoryService};
 use tauri::{AppHandle, Emitter, Runtime, State};
 
+use crate::cmd::blocking;
 use crate::dto::args::*;
 use crate::dto::{
     EmbeddingStatusDto, ErrorDto, ExportResultDto, ImportResultDto, MemoryCountsDto,
@@ -13,14 +14,6 @@ use crate::dto::{
     MemorySourceDto, ModelDownloadEvent,
 };
 use crate::state::AppState;
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> hearth_core::Result<T> + Send + 'static,
-) -> Result<T, ErrorDto> {
-    Ok(tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
-}
 
 fn memories(state: &AppState) -> Result<MemoryService, ErrorDto> {
     Ok(state.hearth()?.memory())

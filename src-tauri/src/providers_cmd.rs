@@ -7,6 +7,7 @@ use hearth_core::providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoi
 use tauri::State;
 use zeroize::Zeroizing;
 
+use crate::cmd::blocking;
 use crate::dto::args::*;
 use crate::dto::{
     DetectedServerDto, ErrorDto, ModelDto, ModelInfoDto, PresetDto, ProviderDto, ProviderTestDto,
@@ -15,14 +16,6 @@ use crate::dto::{
 use crate::state::AppState;
 
 /// Runs blocking store or keyring work off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> hearth_core::Result<T> + Send + 'static,
-) -> Result<T, ErrorDto> {
-    Ok(tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
-}
-
 fn provider_dto(c: ProviderConfig) -> ProviderDto {
     ProviderDto {
         name: c.name,
