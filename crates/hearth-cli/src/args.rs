@@ -157,7 +157,8 @@ pub enum Command {
         #[command(subcommand)]
         command: JobsCommand,
     },
-    /// Measure memory retrieval quality (LoCoMo, or a profile of your own).
+    /// Measure retrieval quality: of memories (LoCoMo, or a profile of your own) and of
+    /// watched folders (LoCoMo).
     Eval {
         #[command(subcommand)]
         command: EvalCommand,
@@ -294,6 +295,27 @@ pub enum EvalCommand {
         /// With --profile: how many generated memories about other people to add.
         #[arg(long, default_value_t = 400, requires = "profile")]
         distractors: usize,
+        /// The local embedding model to measure with: all-MiniLM-L6-v2 or
+        /// bge-small-en-v1.5 (its files must be on this computer).
+        #[arg(long, default_value = "all-MiniLM-L6-v2")]
+        model: String,
+    },
+    /// Retrieval over watched folders on LoCoMo: nDCG@10, R@5, R@10, R@20 and MRR@10.
+    ///
+    /// Writes each session as a Markdown file (conv-26/session_03.md: a date heading,
+    /// one turn per line as `Speaker: text`) into a temporary folder, watches and indexes
+    /// each conversation's folder through the real pipeline (extraction, chunking, keyword
+    /// index, embedding) and searches it for every question of categories 1–4 with
+    /// evidence by bm25, vector and hybrid search. A chunk is relevant when its lines cover
+    /// an evidence turn's line. Conversations 26 and 30 are the tuning split; the other
+    /// eight are reported; then all ten. Progress goes to stderr.
+    ///
+    /// Vector and hybrid search need the local embedding model (HEARTH_EMBED_MODEL_DIR or
+    /// the Hugging Face cache); without it only keywords are measured, saying so.
+    Retrieval {
+        /// locomo10.zip, or a folder of its <id>.json files.
+        #[arg(long)]
+        locomo: std::path::PathBuf,
         /// The local embedding model to measure with: all-MiniLM-L6-v2 or
         /// bge-small-en-v1.5 (its files must be on this computer).
         #[arg(long, default_value = "all-MiniLM-L6-v2")]

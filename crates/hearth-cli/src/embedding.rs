@@ -88,18 +88,42 @@ fn finish(out: &Out, hearth: &Hearth, job: Option<JobId>, no_wait: bool) -> Resu
             embedded = n;
         }
     }
+    // Then the passages of watched folders, if the model changed under them.
+    let mut chunks_embedded = 0;
+    if !no_wait {
+        let terminal = std::io::stderr().is_terminal();
+        let mut shown = false;
+        chunks_embedded = hearth.folders().embed_vectors(&mut |p| {
+            shown = true;
+            if terminal {
+                eprint!(
+                    "\rembedding passages of watched folders: {}/{}\x1b[K",
+                    p.done, p.total
+                );
+            } else if p.done == p.total {
+                eprintln!(
+                    "embedding passages of watched folders: {}/{}",
+                    p.done, p.total
+                );
+            }
+        })?;
+        if terminal && shown {
+            eprintln!();
+        }
+    }
     let status = hearth.embedding_status()?;
     if out.json {
         out.print_json(&json!({
             "status": status,
             "embedded": embedded,
+            "chunks_embedded": chunks_embedded,
             "job": if no_wait { job } else { None },
         }));
     } else {
         print_status(&status);
         if no_wait && job.is_some() {
             println!(
-                "memories will be embedded in the background (the app, or the next `hearth embedding use` without --no-wait)"
+                "memories and passages of watched folders will be embedded in the background (the app, or the next `hearth embedding use` without --no-wait)"
             );
         }
     }

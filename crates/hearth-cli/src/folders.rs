@@ -272,3 +272,110 @@ pub fn search(
     }
     Ok(())
 }
+
+/// `hearth eval retrieval --locomo PATH [--model M]`
+pub fn eval_retrieval(out: &Out, path: &Path, model: &str) -> Result<(), Failure> {
+    use hearth_core::eval::{RetrievalOptions, retrieval_locomo};
+    use hearth_core::memory::eval;
+    let model = hearth_core::embed::LocalModel::parse(model)?;
+    let conversations = eval::load(path)?;
+    let work = crate::memory::tempfile_dir()?;
+    let mut stderr = std::io::stderr();
+    let live = std::io::IsTerminal::is_terminal(&stderr);
+    let json = out.json;
+    let mut last = String::new();
+    let report = retrieval_locomo(
+        &conversations,
+        work.path(),
+        &RetrievalOptions {
+            model: Some(model),
+            worker: None,
+        },
+        &mut |conv, p| {
+            if json {
+                if let Ok(mut v) = serde_json::to_value(p) {
+                    v["conversation"] = conv.into();
+                    let _ = writeln!(stderr, "{v}");
+                }
+            } else if p.phase == "scan" || (live && p.phase != "done") {
+                let what = match p.phase {
+                    "scan" => format!("conversation {conv}: {} session files", p.total),
+                    "embed" => format!(
+                        "conversation {conv}: vectors for {} of {} chunks",
+                        p.done, p.total
+                    ),
+                    _ => format!(
+                        "conversation {conv}: indexed {} of {} files",
+                        p.done, p.total
+                    ),
+                };
+                if what != last {
+                    let _ = write!(stderr, "\r{what:<72}");
+                    last = what;
+                }
+            }
+        },
+    )?;
+    if live && !json {
+        let _ = writeln!(stderr);
+    }
+    if report.model.is_none() {
+        eprintln!(
+            "note: {} is not on this computer (set HEARTH_EMBED_MODEL_DIR, or `hearth embedding download`); measuring keywords only",
+            model.id()
+        );
+    }
+    if out.json {
+        out.print_json(&report);
+        return Ok(());
+    }
+    println!(
+        "LoCoMo over watched folders: {} session files, {} chunks; vectors: {}",
+        report.files,
+        report.chunks,
+        report.model.as_deref().unwrap_or("none (keywords only)")
+    );
+    println!("split     mode    category  queries  nDCG@10  R@5    R@10   R@20   MRR@10");
+    let tables = std::iter::once(("all".to_owned(), &report.overall))
+        .chain(report.categories.iter().map(|(c, t)| (c.clone(), t)));
+    let mut lines = Vec::new();
+    for (category, table) in tables {
+        for (split, modes) in &table.splits {
+            for (mode, m) in modes {
+                lines.push((
+                    split_order(split),
+                    *split,
+                    mode_order(mode),
+                    *mode,
+                    category.clone(),
+                    table.n_queries.get(split).copied().unwrap_or(0),
+                    *m,
+                ));
+            }
+        }
+    }
+    lines.sort_by(|a, b| (a.0, &a.4, a.2).cmp(&(b.0, &b.4, b.2)));
+    for (_, split, _, mode, category, n, m) in lines {
+        println!(
+            "{split:<9} {mode:<7} {category:<9} {n:>7}  {:.3}    {:.3}  {:.3}  {:.3}  {:.3}",
+            m.ndcg_at_10, m.recall_at_5, m.recall_at_10, m.recall_at_20, m.mrr_at_10
+        );
+    }
+    Ok(())
+}
+
+fn split_order(s: &str) -> u8 {
+    match s {
+        "tuning" => 0,
+        "reported" => 1,
+        _ => 2,
+    }
+}
+
+fn mode_order(m: &str) -> u8 {
+    match m {
+        "bm25" => 0,
+        "vector" => 1,
+        _ => 2,
+    }
+}

@@ -117,6 +117,9 @@ fn main() -> ExitCode {
                 "give --locomo PATH or --profile DIR",
             )),
         },
+        Command::Eval {
+            command: EvalCommand::Retrieval { locomo, model },
+        } => folders::eval_retrieval(&out, &locomo, &model),
         Command::Jobs {
             command: JobsCommand::Run,
         } => run_jobs(&out),

@@ -357,17 +357,17 @@ pub fn eval(out: &Out, path: &std::path::Path, model: &str) -> Result<(), Failur
 }
 
 /// A private temporary folder, removed when dropped.
-fn tempfile_dir() -> Result<TempDir, Failure> {
+pub(crate) fn tempfile_dir() -> Result<TempDir, Failure> {
     let dir = std::env::temp_dir().join(format!("hearth-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::new("io", format!("cannot create {}: {e}", dir.display())))?;
     Ok(TempDir(dir))
 }
 
-struct TempDir(std::path::PathBuf);
+pub(crate) struct TempDir(std::path::PathBuf);
 
 impl TempDir {
-    fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         &self.0
     }
 }

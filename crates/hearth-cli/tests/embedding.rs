@@ -342,3 +342,107 @@ async fn the_local_model_downloads_once_with_progress_and_a_broken_download_chan
     assert!(again.status.success());
     assert_eq!(hub.requests(), requests);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_model_re_embeds_the_passages_of_watched_folders_in_the_background_or_at_once() {
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    add_provider(&home, &server).await;
+    let docs = tempfile::tempdir().expect("docs");
+    std::fs::write(
+        docs.path().join("boiler.md"),
+        "# Boiler\nService the boiler every autumn.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        docs.path().join("garden.md"),
+        "# Garden\nPrune the roses in March.\n",
+    )
+    .expect("write");
+    let dir = docs.path().to_str().expect("utf-8");
+    ok(&home, &server, &["folders", "add", dir]).await;
+    let indexed = ok(&home, &server, &["index", "--wait", "--wait-vectors"]).await;
+    assert_eq!(indexed["vectors"], "complete", "{indexed}");
+    let chunks = indexed["chunks"].as_u64().expect("chunks");
+    assert!(chunks >= 2, "{indexed}");
+    let embedded = |list: &Value| list[0]["chunks_embedded"].as_u64();
+
+    // A new model, left to the background: no passage has its vector yet, so hybrid search
+    // is keyword search and says so — and still finds the passage.
+    let queued = ok(
+        &home,
+        &server,
+        &["embedding", "use", "lab:bow-16", "--no-wait"],
+    )
+    .await;
+    assert_eq!(queued["chunks_embedded"], 0, "{queued}");
+    assert_eq!(
+        embedded(&ok(&home, &server, &["folders", "list"]).await),
+        Some(0)
+    );
+    let found = ok(&home, &server, &["search", "boiler autumn"]).await;
+    assert_eq!(found["mode"], "bm25", "{found}");
+    assert!(
+        found["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("keyword")),
+        "{found}"
+    );
+    assert!(
+        found["results"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("boiler.md"))
+    );
+
+    // The background jobs (the app's runner; here `hearth jobs run`) embed them.
+    let requests = server.embedding_requests();
+    let out = output(home.cmd(&server, &["jobs", "run"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        server.embedding_requests() > requests,
+        "the new model embedded them"
+    );
+    assert_eq!(
+        embedded(&ok(&home, &server, &["folders", "list"]).await),
+        Some(chunks)
+    );
+    let found = ok(
+        &home,
+        &server,
+        &["search", "boiler autumn", "--mode", "vector"],
+    )
+    .await;
+    assert_eq!(found["warning"], Value::Null, "{found}");
+    assert!(
+        !found["results"].as_array().expect("results").is_empty(),
+        "{found}"
+    );
+
+    // Back to the local model, waiting: the command embeds the passages itself, with
+    // progress, and says how many.
+    let out = run(&home, &server, &["embedding", "use", "local"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let local = json_of(&out);
+    assert_eq!(local["chunks_embedded"].as_u64(), Some(chunks), "{local}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "embedding passages of watched folders: {chunks}/{chunks}"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        embedded(&ok(&home, &server, &["folders", "list"]).await),
+        Some(chunks)
+    );
+    let found = ok(&home, &server, &["search", "boiler autumn"]).await;
+    assert_eq!(found["mode"], "hybrid", "{found}");
+}

@@ -45,6 +45,7 @@ mod usage;
 
 pub use error::{Error, Result, ServiceError};
 pub use events::Event;
+pub use hearth::eval;
 pub use hearth::{
     ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
     FolderState, FolderSummary, Hearth, INGEST_JOB, IndexOptions, IndexSummary, JobResult,

@@ -193,20 +193,30 @@ pub fn keyword(store: &Store, text: &str, k: usize, filter: &Filter) -> Result<V
     })
 }
 
-/// The vector side's weight when chunk results are fused (BM25's is 1): reciprocal-rank
-/// fusion, as memory search, with its own weight for passages of documents.
-pub const CHUNK_VECTOR_WEIGHT: f64 = 0.5;
+/// How chunk results are fused: calibrated strengths (`crate::rank::Fusion::Calibrated`:
+/// BM25 over the query's best, cosine mapped from 0.2–0.7 onto 0–1, the stronger side plus
+/// half the weaker), tuned on LoCoMo conversations 26 and 30 only (`hearth eval retrieval`,
+/// nDCG@10 there: BM25 alone 0.726; RRF with vector weight 0.5 0.656, 0.2 0.692; calibrated
+/// 0.15–0.6 0.736, 0.2–0.7 0.742, 0.25–0.8 0.740, 0.3–0.7 0.736; with the weaker side at 1
+/// or 0.25, 0.727 and 0.726). Unlike rank fusion, a chunk whose only evidence is a weak
+/// nearest neighbour (cosine under 0.2) scores nothing, so it cannot push a keyword match
+/// down (ARCHITECTURE.md, "Folder search").
+pub const CHUNK_FUSION: crate::rank::Fusion = crate::rank::Fusion::Calibrated {
+    floor: 0.2,
+    ceil: 0.7,
+    lexical_weight: 1.0,
+    both: 0.5,
+    scale: 1.0,
+};
 
-/// The fusion of chunk results: `HEARTH_CHUNK_VECTOR_WEIGHT` overrides the weight for
-/// experiments.
+/// The fusion of chunk results: [`CHUNK_FUSION`], or for experiments (the eval's tuning
+/// split) `HEARTH_CHUNK_FUSION` (`rrf:w=…` or `calibrated:…`, as
+/// [`crate::rank::Fusion::parse`] reads them).
 pub fn fusion() -> crate::rank::Fusion {
-    crate::rank::Fusion::Rrf {
-        vector_weight: crate::rank::experiment(
-            "HEARTH_CHUNK_VECTOR_WEIGHT",
-            |w: &f64| w.is_finite() && *w >= 0.0,
-            CHUNK_VECTOR_WEIGHT,
-        ),
-    }
+    std::env::var("HEARTH_CHUNK_FUSION")
+        .ok()
+        .and_then(|s| crate::rank::Fusion::parse(&s))
+        .unwrap_or(CHUNK_FUSION)
 }
 
 /// Where chunks `ids` are, with the first words of each as its snippet.

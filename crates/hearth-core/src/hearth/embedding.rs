@@ -238,6 +238,8 @@ impl Hearth {
             "embedding model set"
         );
         let Some(model) = model else { return Ok(None) };
+        // Passages of watched folders too: the ingest job embeds them after any indexing.
+        self.folders().queue_vectors(&model)?;
         let (embedded, total) =
             crate::memory::Memories::new(self.inner.store.clone()).vector_counts(&model)?;
         if embedded == total {

@@ -376,6 +376,33 @@ impl FolderService {
         }
     }
 
+    /// Gives every chunk lacking one a vector from the embedder in use, here (following the
+    /// process that holds the indexer's lock, if another does): `hearth embedding use` and
+    /// `download` after a change of model. Returns how many chunks gained a vector; 0 at
+    /// once without an embedder. `on` hears `embed` events.
+    pub fn embed_vectors(&self, on: &mut dyn FnMut(&Progress)) -> Result<u64> {
+        let Some(embedder) = self.hearth.inner.embedder.get() else {
+            return Ok(0);
+        };
+        let store = &self.hearth.inner.store;
+        let (before, _) = crate::folders::vectors::counts(store, embedder.model_id())?;
+        let lock_path = store.data_dir().index_lock_path();
+        self.embed_all(&lock_path, true, &|| false, on)?;
+        let (after, _) = crate::folders::vectors::counts(store, embedder.model_id())?;
+        Ok(after.saturating_sub(before))
+    }
+
+    /// Queues the ingest job (which embeds after indexing) when chunks lack a vector from
+    /// `model`: the embedding model changed. Returns whether it did.
+    pub(super) fn queue_vectors(&self, model: &str) -> Result<bool> {
+        let (done, total) = crate::folders::vectors::counts(&self.hearth.inner.store, model)?;
+        if done >= total {
+            return Ok(false);
+        }
+        self.queue_ingest()?;
+        Ok(true)
+    }
+
     /// Watches every folder until `stop` says so (the app, `hearth index --watch`): first
     /// the reconcile pass over all of them (changes made while nothing ran), then each
     /// change is reconciled and its files indexed — here when `options.wait` (the CLI),

@@ -2,6 +2,7 @@
 
 mod conversations;
 mod embedding;
+pub mod eval;
 mod folders;
 mod jobs;
 mod liveness;

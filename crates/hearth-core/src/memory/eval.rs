@@ -30,6 +30,8 @@ pub struct Conversation {
     pub turns: Vec<(String, String, Option<i64>)>,
     /// (question, category, evidence dialogue ids)
     pub questions: Vec<(String, u8, Vec<String>)>,
+    /// Each session's date and time as the data set writes it (`1:56 pm on 8 May, 2023`).
+    pub session_dates: BTreeMap<u32, String>,
 }
 
 /// A line of the results table.
@@ -75,6 +77,7 @@ fn session_time(text: &str) -> Option<i64> {
 
 fn parse_conversation(id: &str, v: &Value) -> Conversation {
     let mut turns = Vec::new();
+    let mut session_dates = BTreeMap::new();
     for n in 1.. {
         let Some(session) = v.get(format!("session_{n}")).and_then(Value::as_array) else {
             if n > 60 {
@@ -82,10 +85,13 @@ fn parse_conversation(id: &str, v: &Value) -> Conversation {
             }
             continue;
         };
-        let at = v
+        let date = v
             .get(format!("session_{n}_date_time"))
-            .and_then(Value::as_str)
-            .and_then(session_time);
+            .and_then(Value::as_str);
+        if let Some(d) = date {
+            session_dates.insert(n, d.trim().to_owned());
+        }
+        let at = date.and_then(session_time);
         for t in session {
             let (Some(dia), Some(speaker)) = (t["dia_id"].as_str(), t["speaker"].as_str()) else {
                 continue;
@@ -131,6 +137,7 @@ fn parse_conversation(id: &str, v: &Value) -> Conversation {
         id: id.to_owned(),
         turns,
         questions,
+        session_dates,
     }
 }
 
