@@ -252,6 +252,51 @@ fn many_texts_over_several_batches_come_back_in_the_order_given() {
 }
 
 #[test]
+fn a_query_goes_first_no_bulk_batch_starts_while_one_is_in_flight() {
+    // An embedder of its own: the turn below pauses every bulk batch of this embedder.
+    let embedder = Arc::new(LocalEmbedder::new(ModelSource::dir(model_dir())));
+    embedder.embed_query("load the model").expect("load");
+    let reference = reference();
+    let n = reference.texts.len();
+    let texts: Vec<String> = (0..64).map(|i| reference.texts[i % n].clone()).collect();
+
+    // A query is in flight (a user's turn waits for it): ingest-style bulk embedding is
+    // asked for, and none of its batches starts.
+    let turn = embedder.query_turn();
+    let before = embedder.batches_started();
+    let bulk = std::thread::spawn({
+        let embedder = embedder.clone();
+        move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
+        }
+    });
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert_eq!(
+            embedder.batches_started(),
+            before,
+            "a batch started under a query"
+        );
+        assert!(!bulk.is_finished());
+    }
+    // Another query meanwhile is answered at once, not after the backlog.
+    let q = embedder.embed_query("boiler service").expect("query");
+    assert!((norm(&q) - 1.0).abs() < 1e-4);
+    assert_eq!(embedder.batches_started(), before);
+
+    // The query done, the bulk work runs to the end, each vector right.
+    drop(turn);
+    let vectors = bulk.join().expect("thread").expect("embed");
+    assert!(embedder.batches_started() > before);
+    assert_eq!(vectors.len(), 64);
+    for (i, v) in vectors.iter().enumerate() {
+        let c = cosine(v, &reference.vectors[i % n]);
+        assert!(c >= 0.9999, "text {i}: cosine {c}");
+    }
+}
+
+#[test]
 fn texts_are_cut_at_256_tokens_not_128() {
     let long = reference().texts[6].clone(); // 230 tokens
     let over = format!("{long} {long}");

@@ -7,7 +7,8 @@
 //! 256 tokens, not at the 128 MiniLM's shipped tokenizer.json fixes. The model is loaded on first use and can be
 //! unloaded when idle; the next call loads it again.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
@@ -46,6 +47,50 @@ pub struct LocalEmbedder {
     source: ModelSource,
     progress: Option<Arc<Progress>>,
     state: Mutex<State>,
+    priority: Priority,
+}
+
+/// Search queries before bulk embedding: while a query is being embedded (a user's turn or
+/// search is waiting for it), no batch of [`Embedder::embed`] starts — those running
+/// finish, the rest wait — so a query never queues behind an ingest backlog nor shares
+/// the cores with it. Counted under one lock, so "no batch started while a query was
+/// in flight" holds exactly.
+#[derive(Default)]
+struct Priority {
+    /// Queries in flight.
+    queries: Mutex<usize>,
+    idle: Condvar,
+    /// Batches of bulk embedding started (a test's witness).
+    started: AtomicU64,
+}
+
+/// A query's claim on the embedder (see [`LocalEmbedder::query_turn`]); released on drop.
+pub struct QueryTurn<'a>(&'a Priority);
+
+impl Drop for QueryTurn<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.queries.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
+impl Priority {
+    fn claim(&self) -> QueryTurn<'_> {
+        *self.queries.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        QueryTurn(self)
+    }
+
+    /// Waits until no query is in flight, then counts one bulk batch as started.
+    fn start_batch(&self) {
+        let mut n = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self.idle.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[derive(Default)]
@@ -71,7 +116,20 @@ impl LocalEmbedder {
             source,
             progress: None,
             state: Mutex::new(State::default()),
+            priority: Priority::default(),
         }
+    }
+
+    /// Claims the embedder for a query: until the returned guard is dropped, no batch of
+    /// bulk embedding ([`Embedder::embed`]) starts. [`Embedder::embed_query`] holds one
+    /// while it runs.
+    pub fn query_turn(&self) -> QueryTurn<'_> {
+        self.priority.claim()
+    }
+
+    /// How many batches of bulk embedding have started in this embedder.
+    pub fn batches_started(&self) -> u64 {
+        self.priority.started.load(Ordering::Relaxed)
     }
 
     /// An embedder whose model is found as [`ModelSource::from_env`] says.
@@ -195,12 +253,20 @@ impl Embedder for LocalEmbedder {
     fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let prefix = self.source.model().query_prefix();
         let text = format!("{prefix}{query}");
-        self.embed(&[text.as_str()])?
+        let _turn = self.query_turn();
+        self.embed_texts(&[text.as_str()], false)?
             .pop()
             .ok_or_else(|| EmbedError::Inference("no vector for the query".into()).into())
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_texts(texts, true)
+    }
+}
+
+impl LocalEmbedder {
+    /// Embeds `texts`; with `bulk`, each batch first waits for the queries in flight.
+    fn embed_texts(&self, texts: &[&str], bulk: bool) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -242,6 +308,9 @@ impl Embedder for LocalEmbedder {
                     let Some(batch) = batches.get(b) else {
                         return Ok(out);
                     };
+                    if bulk {
+                        self.priority.start_batch();
+                    }
                     let batch_encodings: Vec<&Encoding> =
                         batch.iter().map(|&i| &encodings[i]).collect();
                     out.extend(batch.iter().copied().zip(embed_batch(

@@ -23,7 +23,9 @@ pub use api::ApiEmbedder;
 pub use catalog::{LocalModel, Pooling};
 pub use choice::{EmbedderSlot, EmbeddingChoice, SETTING as CHOICE_SETTING};
 pub use error::EmbedError;
-pub use local::{DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, single_threaded_kernels};
+pub use local::{
+    DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, QueryTurn, single_threaded_kernels,
+};
 pub use source::{HUB_REPO, ModelFiles, ModelSource, PINNED_SHA256, Progress, REVISION};
 
 use crate::{Error, Result};
