@@ -805,6 +805,53 @@ fn a_kill_at_any_point_leaves_a_store_that_the_next_run_completes() {
             home.count("SELECT count(*) FROM chunks_fts")
         );
     }
+    // Killed while embedding (after its second batch of vectors): the next run gives the
+    // rest their vectors, once each.
+    require_model();
+    let home = Home::new();
+    make(&home);
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    let mut child = home
+        .cmd(&["index", "--wait", "--wait-vectors", "--json"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut batches = 0;
+    for line in std::io::BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        if line.contains("\"phase\":\"embed\"") {
+            batches += 1;
+            if batches == 2 {
+                child.kill().expect("kill -9");
+                break;
+            }
+        }
+    }
+    let _ = child.wait();
+    assert_eq!(batches, 2, "precondition: killed mid-embedding");
+    let partial = home.count("SELECT count(*) FROM chunk_vectors");
+    assert!(
+        partial > 0 && partial < expected,
+        "precondition: some vectors, not all ({partial} of {expected})"
+    );
+    let integrity: String = home
+        .store()
+        .read_blocking(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
+        .expect("integrity");
+    assert_eq!(integrity, "ok");
+    let summary = home.json(&["index", "--wait", "--wait-vectors", "--json"]);
+    assert_eq!(summary["vectors"], "complete", "{summary}");
+    assert_eq!(summary["files"]["indexed"], 200);
+    assert_eq!(home.count("SELECT count(*) FROM chunks"), expected);
+    assert_eq!(home.count("SELECT count(*) FROM chunk_vectors"), expected);
+    assert_eq!(
+        home.count("SELECT count(*) FROM chunk_vectors v LEFT JOIN chunks c ON c.id = v.chunk_id WHERE c.id IS NULL"),
+        0,
+        "no orphan vectors"
+    );
+
     // And a crash right after a commit (the process aborts there).
     let home = Home::new();
     make(&home);
