@@ -36,9 +36,21 @@ describe('Folders', () => {
     await openFolders(page);
     assert.equal(flat(await page.locator('[data-testid="folders-counts"]').innerText()), '1 folder · 4 files read · 7 passages');
     const notes = card(page, '/home/ada/Notes');
-    assert.equal(await notes.getAttribute('data-state'), 'idle');
+    assert.equal(await notes.getAttribute('data-state'), 'watching');
     assert.equal(flat(await notes.locator('[data-testid="folder-state"]').innerText()), 'Up to date');
     assert.match(flat(await notes.locator('[data-testid="folder-counts"]').innerText()), /^4 read · 1 skipped · 1 failed · 7 passages · all searchable by meaning · updated 2 hours ago$/);
+    assert.equal(flat(await notes.getByTestId('folder-line').innerText()), 'Up to date: changes are read as they happen');
+
+    // The system will not watch it (its limit of watched folders): the card says it is
+    // checked every 30 s, and why; watched again, it says so.
+    await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', 'No space left on device (os error 28)'));
+    await until(page, () => document.querySelector('[data-path="/home/ada/Notes"]')?.getAttribute('data-state') === 'polling');
+    assert.equal(flat(await notes.locator('[data-testid="folder-state"]').innerText()), 'Checked every 30 s');
+    assert.match(flat(await notes.getByTestId('folder-line').innerText()), /checked for changes every 30 seconds/);
+    assert.equal(flat(await notes.getByTestId('folder-watch-reason').innerText()), 'No space left on device (os error 28)');
+    await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', null));
+    await until(page, () => document.querySelector('[data-path="/home/ada/Notes"]')?.getAttribute('data-state') === 'watching');
+    assert.equal(await notes.getByTestId('folder-watch-reason').count(), 0);
 
     // Files opens on the failed ones first: the reason, in words.
     await notes.getByRole('button', { name: 'Files' }).click();
@@ -101,7 +113,7 @@ describe('Folders', () => {
     await screenshot(page, 'folders-indexing');
 
     await release(page);
-    await until(page, () => document.querySelector('[data-path="/home/ada/Documents"]')?.getAttribute('data-state') === 'idle');
+    await until(page, () => document.querySelector('[data-path="/home/ada/Documents"]')?.getAttribute('data-state') === 'watching');
     assert.equal(await page.locator('[data-testid="index-progress"]').count(), 0, 'the run bar goes when done');
     assert.match(flat(await docs.locator('[data-testid="folder-counts"]').innerText()), /^12 read · 12 passages · all searchable by meaning/);
     await until(page, () => document.querySelectorAll('[data-testid="search-hit"]').length === 10);
@@ -132,7 +144,7 @@ describe('Folders', () => {
 
     await release(page);
     await projects.getByRole('button', { name: 'Resume' }).click();
-    await until(page, () => document.querySelector('[data-path="/home/ada/Projects"]')?.getAttribute('data-state') === 'idle');
+    await until(page, () => document.querySelector('[data-path="/home/ada/Projects"]')?.getAttribute('data-state') === 'watching');
 
     await projects.getByRole('button', { name: 'Remove Projects' }).click();
     const dialog = page.getByRole('dialog', { name: 'Stop reading Projects?' });
@@ -202,9 +214,10 @@ describe('Chat: an answer from the user’s files', () => {
   test('cites its sources; a source opens its passage', async (t) => {
     const { page, problems } = await session(t);
     await page.goto(url(undefined, 'chat'));
-    await page.evaluate(() => window.__hearthMock.setChatDelay(10));
     const composer = page.getByRole('textbox', { name: /Message/ });
     await composer.waitFor();
+    await page.waitForFunction(() => window.__hearthMock !== undefined);
+    await page.evaluate(() => window.__hearthMock.setChatDelay(10));
     await composer.fill("What's the printer's Wi-Fi password?");
     await composer.press('Enter');
     const sources = page.getByTestId('answer-sources');

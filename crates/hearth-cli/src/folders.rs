@@ -127,6 +127,10 @@ fn state_label(f: &FolderSummary) -> &'static str {
         hearth_core::FolderState::Paused => "paused",
         hearth_core::FolderState::Unavailable => "unavailable: its index is kept",
         hearth_core::FolderState::Indexing => "indexing",
+        hearth_core::FolderState::Polling => {
+            "up to date; polled every 30 s (the system will not watch it)"
+        }
+        hearth_core::FolderState::Watching => "up to date; watched for changes",
         hearth_core::FolderState::Idle => "up to date",
     }
 }

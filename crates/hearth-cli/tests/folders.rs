@@ -1031,8 +1031,14 @@ struct Watching {
 
 impl Watching {
     fn start(home: &Home) -> Self {
+        Self::start_with(home, &[])
+    }
+
+    /// With `env` on top (test hooks).
+    fn start_with(home: &Home, env: &[(&str, &str)]) -> Self {
         let mut child = home
             .cmd(&["index", "--watch", "--json"])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -1175,7 +1181,16 @@ fn a_burst_of_twenty_thousand_files_ends_fully_indexed_through_a_rescan() {
     };
     let w = Watching::start(&home);
     drop(small);
-    // Faster than the watcher drains its queue: the kernel's queue overflows.
+    // The watcher is stopped (SIGSTOP) while the burst is written, so the kernel's queue
+    // overflows for sure — a busy machine could otherwise let it keep up — then resumed.
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &w.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig}");
+    };
+    signal("-STOP");
     for d in 0..20 {
         let dir = home.docs.join(format!("b{d:02}"));
         std::fs::create_dir_all(&dir).expect("dir");
@@ -1187,6 +1202,7 @@ fn a_burst_of_twenty_thousand_files_ends_fully_indexed_through_a_rescan() {
             .expect("write");
         }
     }
+    signal("-CONT");
     w.until("all 20,001 files are indexed", || {
         home.count("SELECT count(*) FROM folder_files WHERE status = 'indexed'") == 20_001
     });
@@ -1350,4 +1366,74 @@ fn pdf_pages_are_read_and_cited_and_broken_or_empty_ones_say_why() {
     assert_eq!(hits[0]["page"], 2, "{hits:?}");
     let hits = home.search("heater");
     assert_eq!(hits[0]["page"], 1);
+}
+
+#[test]
+fn a_folder_the_system_will_not_watch_is_polled_and_every_process_sees_how_each_is_watched() {
+    let home = Home::new();
+    home.write("a.txt", "The lighthouse keeper logs the weather.\n");
+    let share = home._tmp.path().join("nfs-share");
+    std::fs::create_dir_all(&share).expect("share");
+    std::fs::write(share.join("b.txt"), "Harbour tides at noon.\n").expect("write");
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    home.json(&["folders", "add", share.to_str().expect("utf-8"), "--json"]);
+    home.json(&["index", "--wait", "--json"]);
+    let states = || -> Vec<(String, Value)> {
+        home.json(&["folders", "list", "--json"])
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|f| {
+                (
+                    f["state"].as_str().unwrap_or("").to_owned(),
+                    f["watch_reason"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        states(),
+        [("idle".into(), Value::Null), ("idle".into(), Value::Null)],
+        "nothing watches them yet"
+    );
+
+    // The system refuses to watch the share (as inotify does at its limit): it is polled,
+    // and another process reads both states from the store.
+    let w = Watching::start_with(
+        &home,
+        &[
+            ("HEARTH_TEST_UNWATCHABLE", "nfs-share"),
+            ("HEARTH_TEST_POLL_MS", "300"),
+        ],
+    );
+    w.until("the watch states are in the store", || {
+        let s = states();
+        s[0].0 == "watching" && s[1].0 == "polling"
+    });
+    assert!(w.saw("polling"), "the watcher said so");
+    let s = states();
+    assert_eq!(s[0].1, Value::Null);
+    assert!(
+        s[1].1
+            .as_str()
+            .is_some_and(|r| r.contains("No space left on device")),
+        "{:?}",
+        s[1]
+    );
+    let text = String::from_utf8_lossy(&home.run(&["folders", "list"]).stdout).into_owned();
+    assert!(text.contains("polled every 30 s"), "{text}");
+    assert!(text.contains("watched for changes"), "{text}");
+
+    // A file written into the polled folder is found by a walk (no event comes).
+    std::fs::write(share.join("c.txt"), "A cormorant dries its wings.\n").expect("write");
+    w.until("the poll finds the new file", || {
+        paths(&home.search("cormorant")) == ["c.txt"]
+    });
+
+    // The watcher killed: the states it left read as not watched.
+    drop(w);
+    assert_eq!(
+        states(),
+        [("idle".into(), Value::Null), ("idle".into(), Value::Null)]
+    );
 }

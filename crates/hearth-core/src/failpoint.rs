@@ -47,6 +47,26 @@ pub(crate) fn panic_at(name: &str) {
     }
 }
 
+static UNWATCHABLE: OnceLock<Option<String>> = OnceLock::new();
+
+/// Whether the OS watcher is to refuse `path`, as inotify does at its watch limit (ENOSPC):
+/// `HEARTH_TEST_UNWATCHABLE` is a part of the paths to refuse. Read once.
+pub(crate) fn unwatchable(path: &std::path::Path) -> bool {
+    let target = UNWATCHABLE.get_or_init(|| std::env::var("HEARTH_TEST_UNWATCHABLE").ok());
+    target
+        .as_deref()
+        .is_some_and(|t| !t.is_empty() && path.to_string_lossy().contains(t))
+}
+
+static POLL_MS: OnceLock<Option<u64>> = OnceLock::new();
+
+/// How often an unwatchable folder is walked, if `HEARTH_TEST_POLL_MS` says (else `None`).
+pub(crate) fn poll_every() -> Option<Duration> {
+    POLL_MS
+        .get_or_init(|| std::env::var("HEARTH_TEST_POLL_MS").ok()?.parse().ok())
+        .map(Duration::from_millis)
+}
+
 /// Aborts the process if `HEARTH_TEST_CRASH_AT` equals `name`.
 pub(crate) fn hit(name: &str) {
     let target = CRASH_AT.get_or_init(|| std::env::var("HEARTH_TEST_CRASH_AT").ok());

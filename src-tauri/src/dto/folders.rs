@@ -8,7 +8,8 @@ use hearth_core::folders::cite::{PassageView, Source};
 use hearth_core::folders::search::{Hit, place};
 use hearth_core::{FolderState, FolderSummary};
 
-/// A watched folder and where its indexing stands. `state` is paused|unavailable|indexing|idle.
+/// A watched folder and where its indexing stands. `state` is
+/// paused|unavailable|indexing|polling|watching|idle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct FolderDto {
@@ -34,6 +35,8 @@ pub struct FolderDto {
     pub chunks_embedded: u64,
     #[ts(type = "number | null")]
     pub last_indexed: Option<i64>,
+    /// Why the system would not watch it (`polling`), else null.
+    pub watch_reason: Option<String>,
 }
 
 impl From<FolderSummary> for FolderDto {
@@ -49,6 +52,8 @@ impl From<FolderSummary> for FolderDto {
                 FolderState::Paused => "paused",
                 FolderState::Unavailable => "unavailable",
                 FolderState::Indexing => "indexing",
+                FolderState::Polling => "polling",
+                FolderState::Watching => "watching",
                 FolderState::Idle => "idle",
             }
             .to_owned(),
@@ -59,6 +64,7 @@ impl From<FolderSummary> for FolderDto {
             chunks: f.chunks,
             chunks_embedded: f.chunks_embedded,
             last_indexed: f.last_indexed,
+            watch_reason: f.watch_reason,
             path: f.path,
         }
     }

@@ -58,7 +58,7 @@ type MockFile = {
   /** The file was deleted on disk since (open_source_file refuses). */
   gone?: boolean;
 };
-type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null };
+type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null; pollingWhy?: string };
 
 export type OpenedFile = { path: string; reveal: boolean };
 
@@ -74,6 +74,8 @@ export type FoldersMock = {
   opened(): OpenedFile[];
   /** A passage's file is deleted on disk (the index has not noticed yet). */
   deleteOnDisk(relPath: string): void;
+  /** The system refuses to watch the folder at `path` (`why`): it is polled; null: watched again. */
+  setPolling(path: string, why: string | null): void;
 };
 
 const NOW = Date.UTC(2026, 11, 1, 9, 30);
@@ -196,7 +198,8 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
       id: f.id,
       path: f.path,
       name: f.path.split('/').filter(Boolean).pop() ?? f.path,
-      state: f.paused ? 'paused' : !f.available ? 'unavailable' : pending > 0 ? 'indexing' : 'idle',
+      // The app's watcher watches every folder it can.
+      state: f.paused ? 'paused' : !f.available ? 'unavailable' : pending > 0 ? 'indexing' : f.pollingWhy !== undefined ? 'polling' : 'watching',
       indexed: count('indexed'),
       pending,
       skipped: count('skipped'),
@@ -204,6 +207,7 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
       chunks,
       chunks_embedded: f.files.reduce((n, x) => n + (x.embedded ? x.chunks.length : 0), 0),
       last_indexed: f.last_indexed,
+      watch_reason: f.pollingWhy ?? null,
     };
   };
 
@@ -389,6 +393,12 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
     opened: () => opened.map((o) => ({ ...o })),
     deleteOnDisk: (relPath) => {
       for (const f of folders.flatMap((x) => x.files)) if (f.rel_path === relPath) f.gone = true;
+    },
+    setPolling: (path, why) => {
+      const folder = find(path);
+      if (why === null) delete folder.pollingWhy;
+      else folder.pollingWhy = why;
+      void options.emit('store_changed', null);
     },
   };
 }

@@ -35,6 +35,7 @@
  *   __hearthMock.pickFolder(path|null) what the OS folder picker answers next (null: cancelled)
  *   __hearthMock.openedFiles()         every open_source_file that opened a file: { path, reveal }
  *   __hearthMock.deleteOnDisk(relPath) a watched file is deleted on disk (not noticed yet)
+ *   __hearthMock.setPolling(path, why|null)  the system will not watch that folder: it is polled
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -95,6 +96,7 @@ export type MockControl = {
   pickFolder(path: string | null): void;
   openedFiles(): OpenedFile[];
   deleteOnDisk(relPath: string): void;
+  setPolling(path: string, why: string | null): void;
 };
 
 declare global {
@@ -200,6 +202,7 @@ export function installMocks(
     pickFolder: (path) => folders.pickFolder(path),
     openedFiles: () => folders.opened(),
     deleteOnDisk: (relPath) => folders.deleteOnDisk(relPath),
+    setPolling: (path, why) => folders.setPolling(path, why),
   };
   window.__hearthMock = control;
   return control;

@@ -136,6 +136,11 @@ pub struct Folder {
     pub added_at: Millis,
     pub scanned_at: Option<Millis>,
     pub last_indexed: Option<Millis>,
+    /// How it is watched, as the watching process last wrote it: `watching`, `polling`
+    /// (with why) or none; `watch_owner` is that process's liveness id.
+    pub watch: Option<String>,
+    pub watch_reason: Option<String>,
+    pub watch_owner: Option<String>,
 }
 
 /// How many of a folder's files are in each status.
@@ -187,7 +192,7 @@ pub struct Folders {
     store: Store,
 }
 
-const FOLDER_COLUMNS: &str = "id, path, paused, available, added_at, scanned_at, last_indexed";
+const FOLDER_COLUMNS: &str = "id, path, paused, available, added_at, scanned_at, last_indexed, watch, watch_reason, watch_owner";
 
 fn row_to_folder(r: &rusqlite::Row<'_>) -> rusqlite::Result<Folder> {
     Ok(Folder {
@@ -198,6 +203,9 @@ fn row_to_folder(r: &rusqlite::Row<'_>) -> rusqlite::Result<Folder> {
         added_at: r.get(4)?,
         scanned_at: r.get(5)?,
         last_indexed: r.get(6)?,
+        watch: r.get(7)?,
+        watch_reason: r.get(8)?,
+        watch_owner: r.get(9)?,
     })
 }
 
@@ -277,6 +285,29 @@ impl Folders {
             tx.commit()?;
             Ok(Ok(f))
         })?
+    }
+
+    /// Records how folder `id` is watched (`watching`, `polling` or none) by the process
+    /// with liveness id `owner`.
+    pub fn set_watch(
+        &self,
+        id: i64,
+        watch: Option<&str>,
+        reason: Option<&str>,
+        owner: Option<&str>,
+    ) -> Result<()> {
+        let (watch, reason, owner) = (
+            watch.map(str::to_owned),
+            reason.map(str::to_owned),
+            owner.map(str::to_owned),
+        );
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE folders SET watch = ?2, watch_reason = ?3, watch_owner = ?4 WHERE id = ?1",
+                params![id, watch, reason, owner],
+            )
+            .map(|_| ())
+        })
     }
 
     /// Every watched folder, in the order added.

@@ -90,6 +90,9 @@ impl FolderWatcher {
                 continue;
             }
             let result = match self.debouncer.as_mut() {
+                Some(_) if crate::failpoint::unwatchable(&path) => {
+                    Err("No space left on device (os error 28): the system's limit of watched folders (test hook)".to_owned())
+                }
                 Some(d) => d
                     .watch(&path, RecursiveMode::Recursive)
                     .map_err(|e| e.to_string()),
@@ -115,6 +118,11 @@ impl FolderWatcher {
     /// Folders polled instead of watched.
     pub fn polled(&self) -> &BTreeSet<i64> {
         &self.polled
+    }
+
+    /// How often a polled folder is walked: [`POLL_EVERY`] (tests may shorten it).
+    pub fn poll_every() -> Duration {
+        crate::failpoint::poll_every().unwrap_or(POLL_EVERY)
     }
 
     /// Whether folder `id` is watched by the OS.

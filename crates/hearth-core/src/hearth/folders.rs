@@ -43,7 +43,13 @@ pub enum FolderState {
     Unavailable,
     /// Files are waiting to be indexed.
     Indexing,
-    /// Every file it holds is indexed (or skipped with a reason).
+    /// Up to date, and walked every 30 s by the running app (or `hearth index --watch`)
+    /// because the OS would not watch it (`watch_reason` says why).
+    Polling,
+    /// Up to date, and watched for changes by the running app (or `hearth index --watch`).
+    Watching,
+    /// Every file it holds is indexed (or skipped with a reason); nothing watches it now
+    /// (changes are found at the next start or `hearth index`).
     Idle,
 }
 
@@ -58,6 +64,8 @@ pub struct FolderSummary {
     /// Chunks with a vector of the embedding model in use.
     pub chunks_embedded: u64,
     pub last_indexed: Option<Millis>,
+    /// Why the OS would not watch it (`polling`), else null.
+    pub watch_reason: Option<String>,
 }
 
 /// Where indexing stands: `hearth index`'s summary.
@@ -125,6 +133,28 @@ impl IndexOptions {
     }
 }
 
+/// Clears, when dropped, the watch state `me` wrote on every folder.
+struct ClearWatch<'a> {
+    folders: &'a Folders,
+    me: Option<String>,
+}
+
+impl Drop for ClearWatch<'_> {
+    fn drop(&mut self) {
+        let Ok(list) = self.folders.list() else {
+            return;
+        };
+        for f in list
+            .iter()
+            .filter(|f| f.watch.is_some() && f.watch_owner == self.me)
+        {
+            if let Err(e) = self.folders.set_watch(f.id, None, None, None) {
+                tracing::warn!(code = e.code(), "could not clear a folder's watch state");
+            }
+        }
+    }
+}
+
 /// Watched folders, one method per use case. Blocking: the app calls it off its async
 /// threads.
 #[derive(Clone)]
@@ -177,15 +207,27 @@ impl FolderService {
                 |r| r.get::<_, i64>(0),
             )
         })?;
+        // A watch state counts only while the process that wrote it runs.
+        let run_dir = self.hearth.inner.store.data_dir().run_dir();
+        let watch = f.watch.as_deref().filter(|_| {
+            f.watch_owner
+                .as_deref()
+                .is_none_or(|o| super::liveness::alive(&run_dir, o))
+        });
         let state = if f.paused {
             FolderState::Paused
         } else if !f.available {
             FolderState::Unavailable
         } else if files.pending > 0 {
             FolderState::Indexing
+        } else if watch == Some("polling") {
+            FolderState::Polling
+        } else if watch == Some("watching") {
+            FolderState::Watching
         } else {
             FolderState::Idle
         };
+        let watch_reason = f.watch_reason.clone().filter(|_| watch == Some("polling"));
         let chunks_embedded = match self.hearth.inner.embedder.get() {
             Some(e) => crate::folders::vectors::embedded_in_folder(
                 &self.hearth.inner.store,
@@ -202,6 +244,7 @@ impl FolderService {
             chunks: chunks.max(0) as u64,
             chunks_embedded,
             last_indexed: f.last_indexed,
+            watch_reason,
         })
     }
 
@@ -414,7 +457,7 @@ impl FolderService {
         stop: &dyn Fn() -> bool,
         on: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
-        use crate::folders::watch::{FolderWatcher, POLL_EVERY};
+        use crate::folders::watch::FolderWatcher;
         use std::time::Instant;
         let folders = self.folders();
         let mut watcher = FolderWatcher::new();
@@ -429,13 +472,43 @@ impl FolderService {
             status: None,
         };
         let mut list = Vec::new();
+        let me = self.hearth.inner.liveness.as_ref().map(|l| l.id.clone());
+        let run_dir = self.hearth.inner.store.data_dir().run_dir();
+        let mut reasons: std::collections::HashMap<i64, String> = Default::default();
+        let poll_every = FolderWatcher::poll_every();
+        // However the loop ends, the folders this process said it watched are no longer.
+        let _clear = ClearWatch {
+            folders: &folders,
+            me: me.clone(),
+        };
         while !stop() {
             if last_sync.is_none_or(|t| t.elapsed() >= SYNC_EVERY) {
                 // Folders added or removed by any process, read every 2 s (not per wait).
                 list = folders.list()?;
-                for (id, _why) in watcher.sync(&list) {
+                for (id, why) in watcher.sync(&list) {
                     if let Some(f) = list.iter().find(|f| f.id == id) {
                         on(&event("polling", &f.path));
+                    }
+                    reasons.insert(id, why);
+                }
+                // How each folder is watched, in the store for every front end to show;
+                // written when it changes, never over another running watcher's.
+                for f in &list {
+                    let (watch, reason) = if watcher.is_watched(f.id) {
+                        (Some("watching"), None)
+                    } else if watcher.polled().contains(&f.id) {
+                        (Some("polling"), reasons.get(&f.id).map(String::as_str))
+                    } else {
+                        (None, None)
+                    };
+                    let theirs = f.watch_owner.as_deref().filter(|o| {
+                        Some(*o) != me.as_deref() && super::liveness::alive(&run_dir, o)
+                    });
+                    let same = f.watch.as_deref() == watch
+                        && f.watch_reason.as_deref() == reason
+                        && f.watch_owner == me;
+                    if theirs.is_none() && !same {
+                        folders.set_watch(f.id, watch, reason, me.as_deref())?;
                     }
                 }
                 last_sync = Some(Instant::now());
@@ -452,7 +525,7 @@ impl FolderService {
                 seen.dirty
             };
             first = false;
-            if last_poll.elapsed() >= POLL_EVERY {
+            if last_poll.elapsed() >= poll_every {
                 dirty.extend(watcher.polled().iter().copied());
                 // A folder that went (an unplugged drive) or came back.
                 dirty.extend(list.iter().filter(|f| !f.available).map(|f| f.id));

@@ -49,6 +49,23 @@ impl Drop for Liveness {
     }
 }
 
+/// Whether the process with liveness id `owner` still runs: its `run/<owner>.lock` exists
+/// and is locked. An id that is not a plain uuid is not alive.
+pub(super) fn alive(run_dir: &Path, owner: &str) -> bool {
+    if !owner.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return false;
+    }
+    match File::open(run_dir.join(format!("{owner}.lock"))) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(_) => true,
+        Ok(f) => match f.try_lock() {
+            Ok(()) => false,
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(std::fs::TryLockError::Error(_)) => true,
+        },
+    }
+}
+
 /// Marks `streaming` answers whose process is gone as interrupted, at once: their owner's
 /// liveness file is missing or no longer locked. Returns how many were marked.
 pub(super) fn sweep_dead_turns(store: &Store, me: Option<&str>) -> Result<usize> {
@@ -67,16 +84,7 @@ pub(super) fn sweep_dead_turns(store: &Store, me: Option<&str>) -> Result<usize>
             continue;
         }
         let path = run_dir.join(format!("{owner}.lock"));
-        let alive = match File::open(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(_) => true,
-            Ok(f) => match f.try_lock() {
-                Ok(()) => false,
-                Err(std::fs::TryLockError::WouldBlock) => true,
-                Err(std::fs::TryLockError::Error(_)) => true,
-            },
-        };
-        if !alive {
+        if !alive(run_dir.as_path(), &owner) {
             let o = owner.clone();
             marked += store.write_blocking(move |c| {
                 c.execute(

@@ -109,6 +109,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "message sources",
         sql: include_str!("migrations/0018_message_sources.sql"),
     },
+    Migration {
+        version: 19,
+        name: "folder watch state",
+        sql: include_str!("migrations/0019_folder_watch.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -3,6 +3,8 @@ import type { FolderDto } from '../../lib/bindings/FolderDto';
 
 export const STATE_LABEL: Record<string, string> = {
   indexing: 'Reading',
+  watching: 'Up to date',
+  polling: 'Checked every 30 s',
   idle: 'Up to date',
   paused: 'Paused',
   unavailable: 'Unavailable',
@@ -39,8 +41,12 @@ export function stateLine(folder: FolderDto): string {
       return folder.pending > 0 ? `Paused with ${folder.pending} ${folder.pending === 1 ? 'file' : 'files'} still to read` : 'Paused: changes are not read until you resume';
     case 'unavailable':
       return 'The folder is not there (an unplugged drive?). What Hearth read is kept until it comes back or you remove it.';
-    default:
+    case 'watching':
       return 'Up to date: changes are read as they happen';
+    case 'polling':
+      return 'Up to date. The system would not let Hearth watch this folder, so it is checked for changes every 30 seconds.';
+    default:
+      return 'Up to date';
   }
 }
 
