@@ -1363,10 +1363,10 @@ async fn a_folder_added_from_the_cli_is_read_by_the_app_and_an_answer_cites_it_w
     open_screen(&client, "Folders").await;
     let card = format!("[data-testid='folder'][data-path='{}']", docs.display());
     let counts = format!("{card} [data-testid='folder-counts']");
-    eventually("the folder read by the app", || async {
+    eventually("the folder read and watched by the app", || async {
         let state = attr_of(&client, &card, "data-state").await?;
         let text = text_of(&client, &counts).await?;
-        (state == "idle" && text.starts_with("1 read")).then_some(())
+        (state == "watching" && text.starts_with("1 read")).then_some(())
     })
     .await;
     // A file written while the app runs is noticed by its watcher and read.
@@ -1442,6 +1442,13 @@ async fn a_folder_added_from_the_cli_is_read_by_the_app_and_an_answer_cites_it_w
         .await
         .expect("path");
     assert_eq!(path, docs.join("printer.md").display().to_string());
+    // Another process reads from the store that the app watches the folder.
+    let mut folders = Command::new(bin_dir().join("hearth"));
+    folders.args(["folders", "list", "--json"]);
+    sandbox.apply(&mut folders, true);
+    let listed: Value =
+        serde_json::from_slice(&folders.output().expect("run cli").stdout).expect("json");
+    assert_eq!(listed[0]["state"], "watching", "{listed}");
     client.close().await.expect("end session");
     drop(_driver);
 
