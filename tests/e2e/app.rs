@@ -1327,6 +1327,14 @@ async fn attr_of(client: &Client, css: &str, attr: &str) -> Option<String> {
         .ok()?
 }
 
+/// `hearth ARGS` in the sandbox, its stdout as JSON.
+fn cli_json(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut cmd = Command::new(bin_dir().join("hearth"));
+    cmd.args(args);
+    sandbox.apply(&mut cmd, true);
+    serde_json::from_slice(&cmd.output().expect("run cli").stdout).expect("json")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn a_folder_added_from_the_cli_is_read_by_the_app_and_an_answer_cites_it_with_a_passage_view()
@@ -1443,27 +1451,15 @@ async fn a_folder_added_from_the_cli_is_read_by_the_app_and_an_answer_cites_it_w
         .expect("path");
     assert_eq!(path, docs.join("printer.md").display().to_string());
     // Another process reads from the store that the app watches the folder.
-    let mut folders = Command::new(bin_dir().join("hearth"));
-    folders.args(["folders", "list", "--json"]);
-    sandbox.apply(&mut folders, true);
-    let listed: Value =
-        serde_json::from_slice(&folders.output().expect("run cli").stdout).expect("json");
+    let listed = cli_json(&sandbox, &["folders", "list", "--json"]);
     assert_eq!(listed[0]["state"], "watching", "{listed}");
     client.close().await.expect("end session");
     drop(_driver);
 
     // The CLI sees the same sources with the stored answer.
-    let mut list = Command::new(bin_dir().join("hearth"));
-    list.args(["conversations", "list", "--json"]);
-    sandbox.apply(&mut list, true);
-    let listed: Value =
-        serde_json::from_slice(&list.output().expect("run cli").stdout).expect("json");
+    let listed = cli_json(&sandbox, &["conversations", "list", "--json"]);
     let id = listed[0]["id"].as_str().expect("id").to_owned();
-    let mut show = Command::new(bin_dir().join("hearth"));
-    show.args(["conversations", "show", &id, "--json"]);
-    sandbox.apply(&mut show, true);
-    let shown: Value =
-        serde_json::from_slice(&show.output().expect("run cli").stdout).expect("json");
+    let shown = cli_json(&sandbox, &["conversations", "show", &id, "--json"]);
     assert!(
         shown[1]["sources"][0]["path"]
             .as_str()

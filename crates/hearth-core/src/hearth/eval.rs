@@ -149,6 +149,14 @@ fn session_file(n: u32) -> String {
     format!("session_{n:02}.md")
 }
 
+/// The session number of a file [`session_file`] named (`session_03.md` → 3).
+fn session_of_file(name: &str) -> Option<u32> {
+    name.strip_prefix("session_")?
+        .strip_suffix(".md")?
+        .parse()
+        .ok()
+}
+
 /// Writes conversation `conv`'s sessions into `dir`, returning where each turn's line is.
 pub fn write_sessions(conv: &Conversation, dir: &Path) -> Result<Lines> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -218,11 +226,7 @@ pub fn retrieval_locomo(
         // Every chunk of the folder: (session, lines) — the ideal ranking's relevant set.
         let root = PathBuf::from(&folder.path);
         let of_path = |path: &str| -> Option<u32> {
-            let name = Path::new(path).strip_prefix(&root).ok()?.to_str()?;
-            name.strip_prefix("session_")?
-                .strip_suffix(".md")?
-                .parse()
-                .ok()
+            session_of_file(Path::new(path).strip_prefix(&root).ok()?.to_str()?)
         };
         let all_chunks: Vec<(u32, u32, u32)> = hearth
             .inner
@@ -246,12 +250,11 @@ pub fn retrieval_locomo(
             })?
             .into_iter()
             .filter_map(|(rel, a, b)| {
-                let n = rel
-                    .strip_prefix("session_")?
-                    .strip_suffix(".md")?
-                    .parse()
-                    .ok()?;
-                Some((n, u32::try_from(a).ok()?, u32::try_from(b).ok()?))
+                Some((
+                    session_of_file(&rel)?,
+                    u32::try_from(a).ok()?,
+                    u32::try_from(b).ok()?,
+                ))
             })
             .collect();
         let scope = SearchScope {
@@ -410,6 +413,8 @@ mod tests {
         let two = std::fs::read_to_string(dir.path().join("session_02.md")).expect("read");
         assert_eq!(two, "# Session 2:\n\nAnn: back [shares a photo: a dog]\n");
         assert_eq!(lines["D1:2"], (1, 4));
+        assert_eq!(session_of_file(&session_file(3)), Some(3));
+        assert_eq!(session_of_file("notes.md"), None);
         assert_eq!(lines["D2:1"], (2, 3));
     }
 }
