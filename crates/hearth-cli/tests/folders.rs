@@ -1180,6 +1180,11 @@ fn a_burst_of_twenty_thousand_files_ends_fully_indexed_through_a_rescan() {
         return;
     };
     let w = Watching::start(&home);
+    // `done` is the first pass's; the OS watch (its queue sized at creation) starts after
+    // it. Only once the store says the folder is watched is the queue size restored.
+    w.until("the folder is watched", || {
+        home.count("SELECT count(*) FROM folders WHERE watch = 'watching'") == 1
+    });
     drop(small);
     // The watcher is stopped (SIGSTOP) while the burst is written, so the kernel's queue
     // overflows for sure — a busy machine could otherwise let it keep up — then resumed.
