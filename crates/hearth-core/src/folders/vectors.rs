@@ -113,8 +113,8 @@ pub fn embed_pending(store: &Store, embedder: &dyn Embedder, limit: usize) -> Re
 }
 
 /// The `k` chunks nearest to `query` among those with a vector from `model` (of folder
-/// `folder` when given): `(chunk id, cosine similarity)`, nearest first. Exact: every
-/// vector of the model is compared.
+/// `folder` when given): `(chunk id, cosine similarity)`, nearest first. Candidates come
+/// from the store's in-memory int8 copy ([`super::vector_index`]); each similarity is exact.
 pub fn nearest(
     store: &Store,
     model: &str,
@@ -124,21 +124,44 @@ pub fn nearest(
 ) -> Result<Vec<(i64, f64)>> {
     let (folder, ext, since) = filter.values();
     let filtered = filter != &super::search::Filter::default();
+    let model = model.to_owned();
+    let query = query.to_vec();
+    let index = store.shared::<super::vector_index::ChunkIndex>();
+    store.read_blocking(move |c| {
+        let allowed: Option<Vec<i64>> = if filtered {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT ch.id FROM chunks ch JOIN folder_files f ON f.id = ch.file_id
+                  WHERE {} ORDER BY ch.id",
+                super::search::Filter::sql(1)
+            ))?;
+            let rows = stmt.query_map(params![folder, ext, since], |r| r.get(0))?;
+            Some(rows.collect::<rusqlite::Result<_>>()?)
+        } else {
+            None
+        };
+        index.nearest(c, &model, &query, k, allowed.as_deref())
+    })
+}
+
+/// The exact nearest chunks by sqlite-vec's scalar cosine over every vector (what the
+/// in-memory index is measured against).
+pub fn nearest_exact(
+    store: &Store,
+    model: &str,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<(i64, f64)>> {
     let blob: Vec<u8> = query.iter().flat_map(|f| f.to_le_bytes()).collect();
     let model = model.to_owned();
     store.read_blocking(move |c| {
-        let mut stmt = c.prepare_cached(&format!(
+        let mut stmt = c.prepare_cached(
             "SELECT v.chunk_id, vec_distance_cosine(v.vector, ?1) AS d FROM chunk_vectors v
               WHERE v.model = ?2 AND length(v.vector) = length(?1)
-                AND (?4 = 0 OR v.chunk_id IN (SELECT ch.id FROM chunks ch
-                       JOIN folder_files f ON f.id = ch.file_id WHERE {}))
               ORDER BY d LIMIT ?3",
-            super::search::Filter::sql(5)
-        ))?;
-        let rows = stmt.query_map(
-            params![blob, model, k as i64, filtered, folder, ext, since],
-            |r| Ok((r.get::<_, i64>(0)?, 1.0 - r.get::<_, f64>(1)?)),
         )?;
+        let rows = stmt.query_map(params![blob, model, k as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, 1.0 - r.get::<_, f64>(1)?))
+        })?;
         rows.collect()
     })
 }

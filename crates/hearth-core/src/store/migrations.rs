@@ -114,6 +114,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "folder watch state",
         sql: include_str!("migrations/0019_folder_watch.sql"),
     },
+    Migration {
+        version: 20,
+        name: "chunk vector updates move the generation",
+        sql: include_str!("migrations/0020_chunk_vectors_updated.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -90,6 +90,9 @@ struct Inner {
     key: DbKey,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Per-database state every clone of this store shares (in-memory indexes): one
+    /// value of each type, made on first use.
+    shared: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// Facts about the open store, as `hearth doctor` prints them.
@@ -167,9 +170,25 @@ impl Store {
                     key,
                     writer: Mutex::new(conn),
                     readers: Mutex::new(Vec::new()),
+                    shared: Mutex::new(Vec::new()),
                 }),
             })
         }
+    }
+
+    /// The one `T` of this open database, shared by every clone of the store (made with
+    /// `T::default()` on first use): in-memory copies of a table live as long as the
+    /// store, whichever module holds it.
+    pub(crate) fn shared<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut all = self.inner.shared.lock().unwrap_or_else(|p| p.into_inner());
+        for any in all.iter() {
+            if let Ok(t) = Arc::clone(any).downcast::<T>() {
+                return t;
+            }
+        }
+        let t = Arc::new(T::default());
+        all.push(t.clone());
+        t
     }
 
     /// The data directory.
