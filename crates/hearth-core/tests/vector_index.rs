@@ -111,19 +111,24 @@ fn agreement(store: &Store, model: &str, queries: &[Vec<f32>]) -> (f64, f64) {
     (found as f64 / (queries.len() * 10) as f64, worst)
 }
 
+/// A folder row (the chunks' parent), by its path; returns its id.
+fn add_folder(store: &Store, path: &str) -> i64 {
+    store
+        .write_blocking(|c| {
+            c.execute(
+                "INSERT INTO folders (path, added_at) VALUES (?1, 0)",
+                [path],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+        .expect("folder")
+}
+
 #[test]
 fn the_index_finds_what_the_exact_scan_finds_and_follows_every_change() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = open(tmp.path());
-    let folder: i64 = store
-        .write_blocking(|c| {
-            c.execute(
-                "INSERT INTO folders (path, added_at) VALUES ('/docs', 0)",
-                [],
-            )?;
-            Ok(c.last_insert_rowid())
-        })
-        .expect("folder");
+    let folder = add_folder(&store, "/docs");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let centres: Vec<Vec<f32>> = (0..16)
         .map(|_| (0..DIMS).map(|_| rng.next()).collect())
@@ -191,15 +196,7 @@ fn the_index_finds_what_the_exact_scan_finds_and_follows_every_change() {
     assert_eq!(agreement(&store, "m2", &queries).0, 1.0);
 
     // A folder filter: only that folder's chunks.
-    let second: i64 = other
-        .write_blocking(|c| {
-            c.execute(
-                "INSERT INTO folders (path, added_at) VALUES ('/other', 0)",
-                [],
-            )?;
-            Ok(c.last_insert_rowid())
-        })
-        .expect("folder");
+    let second = add_folder(&other, "/other");
     let theirs = add_chunks(&other, second, 1000, 3, 2);
     put_vectors(
         &other,

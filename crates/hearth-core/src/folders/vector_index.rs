@@ -127,13 +127,8 @@ impl ChunkIndex {
 
 fn refresh(l: &mut Loaded, c: &Connection, model: &str, dims: usize) -> rusqlite::Result<Refresh> {
     let tx = c.unchecked_transaction()?;
-    let generation: i64 = tx
-        .query_row(
-            "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1",
-            [GENERATION_KEY],
-            |r| r.get(0),
-        )
-        .optional()?
+    let generation: i64 = crate::store::meta_value(&tx, GENERATION_KEY)?
+        .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     let same = l.model == model && l.dims == dims;
     if same && l.generation == generation {

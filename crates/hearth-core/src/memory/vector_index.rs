@@ -13,7 +13,7 @@
 use std::sync::Mutex;
 
 use candle_core::{Device, Tensor};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 /// The `meta` key of the vector generation.
 pub(crate) const GENERATION_KEY: &str = "memory_vectors_generation";
@@ -54,14 +54,7 @@ impl VectorIndex {
         query: &[f32],
         k: usize,
     ) -> rusqlite::Result<Option<[Near; 2]>> {
-        let generation: String = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = ?1",
-                [GENERATION_KEY],
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or_default();
+        let generation = crate::store::meta_value(c, GENERATION_KEY)?.unwrap_or_default();
         let mut guard = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         let fresh = guard
             .as_ref()

@@ -328,6 +328,18 @@ impl Store {
     }
 }
 
+/// A `meta` row's value (`None` when the row is absent): the counters that triggers move
+/// (the vector generations) are read through this, so every in-memory copy asks the same way.
+pub(crate) fn meta_value(c: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    c.query_row(
+        "SELECT CAST(value AS TEXT) FROM meta WHERE key = ?1",
+        [key],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 /// True when the file starts with SQLite's plaintext header (i.e. it is not encrypted).
 pub fn file_header_is_plaintext(path: &Path) -> Result<bool> {
     use std::io::Read;
