@@ -32,4 +32,4 @@ lint:
 
 ## Benchmarks: prints numbers; never part of `make test`.
 bench:
-	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed
+	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed --bench folders

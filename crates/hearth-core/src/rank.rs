@@ -15,9 +15,9 @@ pub const STOPWORDS: &[&str] = &[
     "who", "why", "will", "with", "would", "you", "your",
 ];
 
-/// An FTS5 query matching any of the words of `text` (quoted, so no syntax gets through),
-/// without stopwords (they match everything and rank nothing).
-pub fn fts_query(text: &str) -> Option<String> {
+/// The words a keyword query searches for: lowercased, without stopwords (they match
+/// everything and rank nothing) unless the text has nothing else, each once, at most 32.
+pub fn query_words(text: &str) -> Vec<String> {
     let all: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -33,10 +33,19 @@ pub fn fts_query(text: &str) -> Option<String> {
         content
     };
     let mut seen = std::collections::HashSet::new();
-    let words: Vec<String> = chosen
+    chosen
         .into_iter()
         .filter(|w| seen.insert(w.as_str()))
         .take(32)
+        .cloned()
+        .collect()
+}
+
+/// An FTS5 query matching any of [`query_words`] of `text` (quoted, so no syntax gets
+/// through).
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = query_words(text)
+        .into_iter()
         .map(|w| format!("\"{w}\""))
         .collect();
     (!words.is_empty()).then(|| words.join(" OR "))

@@ -249,6 +249,9 @@ impl Indexer {
                 });
             }
         }
+        // The keyword copies' journal keeps the newest entries only.
+        self.store
+            .write_blocking(|c| super::lexical::prune_journal(c))?;
         Ok(report)
     }
 

@@ -16,6 +16,7 @@ pub mod chunk;
 pub mod cite;
 pub mod extract;
 pub mod index;
+pub mod lexical;
 pub mod search;
 pub mod vector_index;
 pub mod vectors;

@@ -1,11 +1,13 @@
-//! Search over the chunks of watched folders. Keyword search is FTS5's BM25 over each
-//! chunk's text and heading path (the heading at half weight), ranked inside FTS5 with
-//! `ORDER BY rank LIMIT` so only the best rows are joined. Results carry where the passage
-//! is (path, heading, line range, page) and a chunk id, by which the chat cites it.
-//! The vector side and its fusion through `crate::rank` come with chunk vectors; until a
-//! folder's chunks have vectors, hybrid search is keyword search and says so.
+//! Search over the chunks of watched folders. Keyword search is BM25 over each chunk's
+//! text and heading path (the heading at half weight): by the in-memory index
+//! (`super::lexical`) once this process has built it, else by FTS5 inside SQLite with
+//! `ORDER BY rank LIMIT` so only the best rows are joined. Vector search is the in-memory
+//! int8 index with exact rescoring (`super::vector_index`); hybrid fuses both through
+//! `crate::rank`, and until a folder's chunks have vectors it is keyword search and says
+//! so. Results carry where the passage is (path, heading, line range, page), a snippet
+//! and a chunk id, by which the chat cites it.
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use crate::Result;
@@ -144,53 +146,76 @@ impl Filter {
 
 /// Keyword (BM25) search over the indexed chunks `filter` lets through.
 pub fn keyword(store: &Store, text: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>> {
+    let (ranked, _) = keyword_ranked(store, text, k, filter)?;
+    let scores: std::collections::HashMap<i64, f64> = ranked.iter().copied().collect();
+    let mut found = details(
+        store,
+        ranked.iter().map(|(id, _)| *id).collect(),
+        Some(text),
+    )?;
+    Ok(ranked
+        .iter()
+        .filter_map(|(id, _)| found.remove(id))
+        .enumerate()
+        .map(|(i, h)| Hit {
+            rank: i + 1,
+            score: scores.get(&h.chunk_id).copied().unwrap_or(0.0),
+            ..h
+        })
+        .collect())
+}
+
+/// The `k` best chunks by BM25 with their scores (higher is better), and which engine
+/// ranked them: the in-memory index when this process has built one and the filter is
+/// at most a folder, else FTS5 (`super::lexical`).
+pub fn keyword_ranked(
+    store: &Store,
+    text: &str,
+    k: usize,
+    filter: &Filter,
+) -> Result<(Vec<(i64, f64)>, super::lexical::Engine)> {
     let (folder, ext, since) = filter.values();
     let Some(q) = crate::rank::fts_query(text) else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), super::lexical::Engine::Fts5));
     };
     let k = k.clamp(1, 200);
-    store.read_blocking(move |c| {
+    let memory = store.shared::<super::lexical::LexicalIndex>();
+    let text = text.to_owned();
+    let (found, wanted_memory) = store.read_blocking(move |c| {
+        let in_memory = ext.is_none() && since.is_none();
+        if in_memory
+            && memory.is_built()
+            && let Some(hits) = memory.search(c, &text, k, folder)
+        {
+            return Ok(((hits, super::lexical::Engine::Memory), false));
+        }
         // FTS5 is the outer loop and consumes `ORDER BY rank`, so the LIMIT stops the
-        // joins (and the snippets) after the best rows.
+        // joins after the best rows.
         let mut stmt = c.prepare_cached(&format!(
-            "SELECT chunks_fts.rowid, -rank, snippet(chunks_fts, 0, '', '', '…', 40),
-                    ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path, d.id
+            "SELECT chunks_fts.rowid, -rank
                FROM chunks_fts
                JOIN chunks ch ON ch.id = chunks_fts.rowid
                JOIN folder_files f ON f.id = ch.file_id
-               JOIN folders d ON d.id = f.folder_id
               WHERE chunks_fts MATCH ?1 AND rank MATCH ?3 AND {}
               ORDER BY rank LIMIT ?2",
             Filter::sql(4)
         ))?;
         let rows = stmt.query_map(
             params![q, k as i64, BM25_WEIGHTS, folder, ext, since],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, f64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, Option<i64>>(6)?,
-                    r.get::<_, String>(7)?,
-                    r.get::<_, String>(8)?,
-                    r.get::<_, i64>(9)?,
-                ))
-            },
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)),
         )?;
-        let mut hits = Vec::new();
-        for row in rows {
-            let (id, score, snippet, heading, ls, le, page, root, rel, _folder_id) = row?;
-            hits.push(Hit {
-                rank: hits.len() + 1,
-                score,
-                ..Hit::of(id, root, &rel, heading, (ls, le, page), snippet)
-            });
-        }
-        Ok(hits)
-    })
+        Ok((
+            (
+                rows.collect::<rusqlite::Result<Vec<_>>>()?,
+                super::lexical::Engine::Fts5,
+            ),
+            in_memory,
+        ))
+    })?;
+    if wanted_memory {
+        super::lexical::rebuild_in_background(store);
+    }
+    Ok(found)
 }
 
 /// How chunk results are fused: calibrated strengths (`crate::rank::Fusion::Calibrated`:
@@ -219,13 +244,24 @@ pub fn fusion() -> crate::rank::Fusion {
         .unwrap_or(CHUNK_FUSION)
 }
 
-/// Where chunks `ids` are, with the first words of each as its snippet.
-fn details(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64, Hit>> {
+/// Where chunks `ids` are, each with a snippet: the passage around the words of `query`
+/// that matched (FTS5's `snippet()`), or its first words when it has none of them (or no
+/// query is given).
+fn details(
+    store: &Store,
+    ids: Vec<i64>,
+    query: Option<&str>,
+) -> Result<std::collections::HashMap<i64, Hit>> {
+    let fts = query.and_then(crate::rank::fts_query);
     store.read_blocking(move |c| {
         let mut stmt = c.prepare_cached(
             "SELECT ch.text, ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path
                FROM chunks ch JOIN folder_files f ON f.id = ch.file_id
                JOIN folders d ON d.id = f.folder_id WHERE ch.id = ?1",
+        )?;
+        let mut snip = c.prepare_cached(
+            "SELECT snippet(chunks_fts, 0, '', '', '…', 40) FROM chunks_fts
+              WHERE chunks_fts MATCH ?1 AND rowid = ?2",
         )?;
         let mut out = std::collections::HashMap::new();
         for id in ids {
@@ -245,11 +281,21 @@ fn details(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64
                 Err(rusqlite::Error::QueryReturnedNoRows) => continue,
                 Err(e) => return Err(e),
             };
-            let words: Vec<&str> = text.split_whitespace().take(40).collect();
-            let mut snippet = words.join(" ");
-            if text.split_whitespace().nth(40).is_some() {
-                snippet.push('…');
-            }
+            let matched = match &fts {
+                Some(q) => snip
+                    .query_row(params![q, id], |r| r.get::<_, String>(0))
+                    .optional()?
+                    .filter(|s| !s.trim().is_empty()),
+                None => None,
+            };
+            let snippet = matched.unwrap_or_else(|| {
+                let words: Vec<&str> = text.split_whitespace().take(40).collect();
+                let mut snippet = words.join(" ");
+                if text.split_whitespace().nth(40).is_some() {
+                    snippet.push('…');
+                }
+                snippet
+            });
             out.insert(
                 id,
                 Hit::of(id, root, &rel, heading, (ls, le, page), snippet),
@@ -268,7 +314,7 @@ pub fn vector(
     filter: &Filter,
 ) -> Result<Vec<Hit>> {
     let near = super::vectors::nearest(store, model, query, k.clamp(1, 200), filter)?;
-    let mut found = details(store, near.iter().map(|(id, _)| *id).collect())?;
+    let mut found = details(store, near.iter().map(|(id, _)| *id).collect(), None)?;
     Ok(near
         .iter()
         .filter_map(|(id, sim)| found.remove(id).map(|h| (h, *sim)))
@@ -308,13 +354,13 @@ pub fn hybrid_with_floor(
     use crate::rank::Evidence;
     let k = k.clamp(1, 200);
     let depth = k.max(CANDIDATES);
-    let lexical = keyword(store, text, depth, filter)?;
+    let (lexical, _) = keyword_ranked(store, text, depth, filter)?;
     let near = super::vectors::nearest(store, model, query, depth, filter)?;
     let mut evidence: std::collections::HashMap<i64, Evidence> = std::collections::HashMap::new();
-    for (i, h) in lexical.iter().enumerate() {
-        let e = evidence.entry(h.chunk_id).or_default();
+    for (i, (id, score)) in lexical.iter().enumerate() {
+        let e = evidence.entry(*id).or_default();
         e.lexical_rank = Some(i);
-        e.bm25 = Some(h.score);
+        e.bm25 = Some(*score);
     }
     for (i, (id, sim)) in near.iter().enumerate() {
         let e = evidence.entry(*id).or_default();
@@ -325,7 +371,7 @@ pub fn hybrid_with_floor(
         evidence
             .retain(|_, e| e.lexical_rank.is_some() || e.similarity.is_some_and(|s| s >= floor));
     }
-    let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
+    let best_bm25 = lexical.first().map_or(0.0, |(_, score)| *score);
     let fusion = fusion();
     let mut ranked: Vec<(i64, f64)> = evidence
         .iter()
@@ -333,14 +379,13 @@ pub fn hybrid_with_floor(
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.truncate(k);
-    let mut by_id: std::collections::HashMap<i64, Hit> =
-        lexical.into_iter().map(|h| (h.chunk_id, h)).collect();
-    let missing: Vec<i64> = ranked
-        .iter()
-        .map(|(id, _)| *id)
-        .filter(|id| !by_id.contains_key(id))
-        .collect();
-    by_id.extend(details(store, missing)?);
+    // Snippets only for what is shown: a passage around the query's words when it has
+    // any of them, else its first words.
+    let mut by_id = details(
+        store,
+        ranked.iter().map(|(id, _)| *id).collect(),
+        Some(text),
+    )?;
     Ok(ranked
         .into_iter()
         .filter_map(|(id, score)| by_id.remove(&id).map(|h| (h, score)))

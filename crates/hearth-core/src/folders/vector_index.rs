@@ -45,10 +45,10 @@ impl Loaded {
         self.ids.len()
     }
 
-    /// Approximate similarity (up to the query's own scale) of row `i` to `q`.
-    fn approx(&self, i: usize, q: &[i8]) -> f32 {
+    /// Approximate similarity (up to the query's own scale) of row `i` to `q`, by `dot`.
+    fn approx(&self, i: usize, q: &[i8], dot: Dot) -> f32 {
         let row = &self.codes[i * self.dims..(i + 1) * self.dims];
-        dot_i8(row, q) as f32 * self.scales[i]
+        dot(row, q) as f32 * self.scales[i]
     }
 }
 
@@ -91,6 +91,7 @@ impl ChunkIndex {
             return Ok(Vec::new());
         }
         let (q, _) = quantise(query);
+        let dot = dot_kernel();
         // Rows to score: all of them, or the allowed chunks' (ids are sorted).
         let rows: Vec<usize> = match allowed {
             Some(ids) => ids
@@ -99,8 +100,10 @@ impl ChunkIndex {
                 .collect(),
             None => (0..l.len()).collect(),
         };
-        let mut scored: Vec<(usize, f32)> =
-            rows.into_iter().map(|i| (i, l.approx(i, &q))).collect();
+        let mut scored: Vec<(usize, f32)> = rows
+            .into_iter()
+            .map(|i| (i, l.approx(i, &q, dot)))
+            .collect();
         let want = (k * RESCORE_PER_RESULT).max(MIN_RESCORED);
         let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1);
         if scored.len() > want {
@@ -265,12 +268,62 @@ fn quantise(v: &[f32]) -> (Vec<i8>, f32) {
     (codes, scale)
 }
 
-/// Integer dot product (vectorised by the compiler: integer sums reassociate).
+/// An integer dot product of two rows of codes.
+type Dot = fn(&[i8], &[i8]) -> i32;
+
+/// The dot product the scan uses: AVX2 where the CPU has it, else the portable loop. The
+/// compiler vectorises the portable loop for the baseline x86-64 (SSE2) only: a scan of
+/// 100k rows of 384 took 17 ms that way and 2.4 ms with AVX2 on the 2-vCPU EPYC here.
+fn dot_kernel() -> Dot {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return dot_i8_avx2_checked;
+    }
+    dot_i8
+}
+
+/// Integer dot product (portable; NEON on aarch64 by the compiler).
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     a.iter()
         .zip(b)
         .map(|(x, y)| i32::from(*x) * i32::from(*y))
         .sum()
+}
+
+/// [`dot_i8_avx2`] behind a safe signature: only [`dot_kernel`] hands it out, after
+/// detecting AVX2 (the tests call it the same way).
+#[cfg(target_arch = "x86_64")]
+fn dot_i8_avx2_checked(a: &[i8], b: &[i8]) -> i32 {
+    // SAFETY: reached only where `is_x86_feature_detected!("avx2")` held.
+    unsafe { dot_i8_avx2(a, b) }
+}
+
+/// 16 codes at a time: sign-extended to i16, multiplied and pair-summed into i32 lanes
+/// (`vpmaddwd`; 127 × 127 × 2 cannot overflow a lane over any real dimension count).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    let mut lanes = [0i32; 8];
+    // SAFETY: every load reads 16 bytes at `i`, and `i + 16 <= n` bounds both slices.
+    unsafe {
+        let mut acc = _mm256_setzero_si256();
+        while i + 16 <= n {
+            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(a.as_ptr().add(i).cast()));
+            let y = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.as_ptr().add(i).cast()));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+            i += 16;
+        }
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc);
+    }
+    let tail: i32 = a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    lanes.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
@@ -289,8 +342,28 @@ mod tests {
         };
         l.push(1, &near);
         l.push(2, &far);
-        assert!(l.approx(0, &qc) > l.approx(1, &qc));
+        assert!(l.approx(0, &qc, dot_kernel()) > l.approx(1, &qc, dot_kernel()));
         assert_eq!(quantise(&[0.0, f32::NAN]).1, 0.0);
         assert_eq!(quantise(&[f32::INFINITY, 1.0]).0, vec![0, 127]);
+    }
+
+    #[test]
+    fn the_vectorised_dot_product_equals_the_portable_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut code = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 255) as i8
+        };
+        for len in [0, 1, 15, 16, 17, 384, 385, 1000] {
+            let a: Vec<i8> = (0..len).map(|_| code()).collect();
+            let mut b: Vec<i8> = (0..len).map(|_| code()).collect();
+            assert_eq!(dot_kernel()(&a, &b), dot_i8(&a, &b), "length {len}");
+            // The extremes: every lane at its largest product.
+            b.iter_mut().for_each(|v| *v = -127);
+            let a: Vec<i8> = vec![-127; len];
+            assert_eq!(dot_kernel()(&a, &b), 127 * 127 * len as i32);
+        }
     }
 }

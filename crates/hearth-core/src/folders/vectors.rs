@@ -143,6 +143,11 @@ pub fn nearest(
     })
 }
 
+/// The bytes the in-memory copy of chunk vectors holds in this process (0 before a search).
+pub fn index_bytes(store: &Store) -> usize {
+    store.shared::<super::vector_index::ChunkIndex>().bytes()
+}
+
 /// The exact nearest chunks by sqlite-vec's scalar cosine over every vector (what the
 /// in-memory index is measured against).
 pub fn nearest_exact(

@@ -214,6 +214,11 @@ pub fn retrieval_locomo(
             ..IndexOptions::default()
         };
         let summary = folders.index(&index, &mut |p| on(&conv.id, p))?;
+        // Searched as the app searches: by the in-memory keyword index (FTS5 with
+        // HEARTH_KEYWORD_ENGINE=fts5, to compare the two).
+        if std::env::var("HEARTH_KEYWORD_ENGINE").as_deref() != Ok("fts5") {
+            folders.warm_search()?;
+        }
         files += summary.files.indexed;
         chunks += summary.chunks;
         let embedder = hearth.embedder();

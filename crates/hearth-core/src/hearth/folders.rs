@@ -167,6 +167,13 @@ impl FolderService {
         Self { hearth }
     }
 
+    /// Builds this process's in-memory keyword index of chunks (or brings it up to date):
+    /// keyword search then ranks there instead of in FTS5 (`folders::lexical`). For
+    /// long-lived processes; a one-shot command searches FTS5 and never pays the build.
+    pub fn warm_search(&self) -> Result<()> {
+        crate::folders::lexical::warm(&self.hearth.inner.store)
+    }
+
     fn folders(&self) -> Folders {
         Folders::new(self.hearth.inner.store.clone())
     }
@@ -555,6 +562,14 @@ impl FolderService {
     /// and queued for the ingest job, which this process's job runner takes. Stopped when
     /// the handle is dropped.
     pub fn start_watching(&self) -> WatchingFolders {
+        // A long-lived process searches often: the in-memory keyword index is built once
+        // here, off the user's path (until it is, keyword search is FTS5's).
+        let warm = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("keyword-index".into())
+            .spawn(move || {
+                let _ = warm.warm_search();
+            });
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let this = self.clone();

@@ -443,7 +443,16 @@ impl JobHandler for IngestHandler {
     fn run(&self, ctx: JobContext) -> BoxFuture<'static, Result<Outcome>> {
         Box::pin(async move {
             let hearth = ctx.hearth;
-            let n = blocking(move || hearth.folders().run_queue(&|| false)).await?;
+            let n = blocking(move || {
+                let n = hearth.folders().run_queue(&|| false)?;
+                // The app's keyword copy takes the new chunks now, not at the user's
+                // next search.
+                if let Err(e) = crate::folders::lexical::keep_fresh(&hearth.inner.store) {
+                    tracing::warn!(code = e.code(), "the keyword index could not follow");
+                }
+                Ok(n)
+            })
+            .await?;
             Ok(Outcome {
                 result: JobResult::Ingested(n),
                 finished: false,

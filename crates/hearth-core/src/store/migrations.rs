@@ -119,6 +119,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "chunk vector updates move the generation",
         sql: include_str!("migrations/0020_chunk_vectors_updated.sql"),
     },
+    Migration {
+        version: 21,
+        name: "chunk journal",
+        sql: include_str!("migrations/0021_chunk_journal.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
