@@ -441,3 +441,88 @@ pub(crate) fn rebuild_in_background(store: &Store) {
 pub fn usage(store: &Store) -> (usize, u64) {
     store.shared::<LexicalIndex>().usage()
 }
+
+/// Words of a snippet (as FTS5's `snippet(…, 40)` gave).
+const SNIPPET_WORDS: usize = 40;
+
+/// The passage of `text` around the words of `query` that it contains — the window of
+/// [`SNIPPET_WORDS`] words with the most of them, first such — with `…` where it is cut;
+/// `None` when it contains none. Words match as the index matches them (stemmed).
+pub fn snippet(text: &str, query: &str) -> Option<String> {
+    let mut a = analyzer();
+    let mut wanted = Vec::new();
+    for w in crate::rank::query_words(query) {
+        let mut s = a.token_stream(&w);
+        while s.advance() {
+            wanted.push(s.token().text.clone());
+        }
+    }
+    if wanted.is_empty() {
+        return None;
+    }
+    // Every word of the text with its byte range and whether it matches.
+    let mut words: Vec<(usize, usize, bool)> = Vec::new();
+    let mut s = a.token_stream(text);
+    while s.advance() {
+        let t = s.token();
+        words.push((t.offset_from, t.offset_to, wanted.contains(&t.text)));
+    }
+    let hits: Vec<usize> = (0..words.len()).filter(|i| words[*i].2).collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let mut best = (0, hits[0]);
+    for (n, first) in hits.iter().enumerate() {
+        let within = hits[n..]
+            .iter()
+            .take_while(|h| **h < first + SNIPPET_WORDS)
+            .count();
+        if within > best.0 {
+            best = (within, *first);
+        }
+    }
+    // Start a few words before the first match, so it reads in context.
+    let start = best
+        .1
+        .saturating_sub(4)
+        .min(words.len().saturating_sub(SNIPPET_WORDS));
+    let end = (start + SNIPPET_WORDS).min(words.len());
+    let from = words[start].0;
+    let to = words[end - 1].1;
+    let body = text
+        .get(from..to)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(&body);
+    if end < words.len() {
+        out.push('…');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet;
+
+    #[test]
+    fn a_snippet_is_the_window_with_the_query_words_cut_with_ellipses() {
+        let filler = "word ".repeat(100);
+        let text = format!("{filler}the boilers failed with error E1234 today {filler}");
+        let s = snippet(&text, "boiler E1234").expect("found");
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.contains("boilers failed with error E1234"), "{s}");
+        assert_eq!(s.trim_matches('…').split_whitespace().count(), 40);
+        assert_eq!(snippet(&text, "quokka"), None);
+        assert_eq!(
+            snippet("short E1234 text", "e1234").as_deref(),
+            Some("short E1234 text")
+        );
+        // Byte offsets stay on character boundaries in any script.
+        assert!(snippet("größere Dächer über café", "dacher").is_some());
+    }
+}

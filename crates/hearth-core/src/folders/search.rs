@@ -7,7 +7,7 @@
 //! so. Results carry where the passage is (path, heading, line range, page), a snippet
 //! and a chunk id, by which the chat cites it.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use serde::Serialize;
 
 use crate::Result;
@@ -245,23 +245,19 @@ pub fn fusion() -> crate::rank::Fusion {
 }
 
 /// Where chunks `ids` are, each with a snippet: the passage around the words of `query`
-/// that matched (FTS5's `snippet()`), or its first words when it has none of them (or no
+/// that matched (`lexical::snippet`), or its first words when it has none of them (or no
 /// query is given).
 fn details(
     store: &Store,
     ids: Vec<i64>,
     query: Option<&str>,
 ) -> Result<std::collections::HashMap<i64, Hit>> {
-    let fts = query.and_then(crate::rank::fts_query);
+    let query = query.map(str::to_owned);
     store.read_blocking(move |c| {
         let mut stmt = c.prepare_cached(
             "SELECT ch.text, ch.heading, ch.line_start, ch.line_end, ch.page, d.path, f.rel_path
                FROM chunks ch JOIN folder_files f ON f.id = ch.file_id
                JOIN folders d ON d.id = f.folder_id WHERE ch.id = ?1",
-        )?;
-        let mut snip = c.prepare_cached(
-            "SELECT snippet(chunks_fts, 0, '', '', '…', 40) FROM chunks_fts
-              WHERE chunks_fts MATCH ?1 AND rowid = ?2",
         )?;
         let mut out = std::collections::HashMap::new();
         for id in ids {
@@ -281,13 +277,9 @@ fn details(
                 Err(rusqlite::Error::QueryReturnedNoRows) => continue,
                 Err(e) => return Err(e),
             };
-            let matched = match &fts {
-                Some(q) => snip
-                    .query_row(params![q, id], |r| r.get::<_, String>(0))
-                    .optional()?
-                    .filter(|s| !s.trim().is_empty()),
-                None => None,
-            };
+            let matched = query
+                .as_deref()
+                .and_then(|q| super::lexical::snippet(&text, q));
             let snippet = matched.unwrap_or_else(|| {
                 let words: Vec<&str> = text.split_whitespace().take(40).collect();
                 let mut snippet = words.join(" ");
