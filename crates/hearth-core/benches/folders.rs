@@ -18,7 +18,8 @@
 //!   10,000 small files, the time to the first keyword hit, to all indexed, and to full
 //!   vector coverage.
 //!
-//! `HEARTH_BENCH_SCALES` (e.g. `10000,100000`) picks the search scales.
+//! `HEARTH_BENCH_SCALES` (e.g. `10000,100000`) picks the search scales;
+//! `HEARTH_BENCH_SKIP_EXACT=1` skips the exact scan and the recall it measures.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -476,7 +477,8 @@ fn search_at(c: &mut Criterion, corpus: &Corpus, n: usize) {
         load.as_secs_f64() * 1e3,
         index_bytes as f64 / 1e6
     );
-    if n <= 100_000 {
+    // HEARTH_BENCH_SKIP_EXACT=1 leaves out the exact scan (minutes at 100k) and recall.
+    if n <= 100_000 && std::env::var_os("HEARTH_BENCH_SKIP_EXACT").is_none() {
         let mut found = 0;
         for q in &corpus.query_vectors {
             let exact: Vec<i64> = nearest_exact(&store, model, q, 10)

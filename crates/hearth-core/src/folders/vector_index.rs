@@ -159,6 +159,17 @@ fn refresh(l: &mut Loaded, c: &Connection, model: &str, dims: usize) -> rusqlite
         generation,
         ..Loaded::default()
     };
+    // Sized once (the model's index counts them): growing by doubling would hold up to
+    // twice the codes for a moment, the process's peak memory.
+    let rows: i64 = tx.query_row(
+        "SELECT count(*) FROM chunk_vectors WHERE model = ?1",
+        [model],
+        |r| r.get(0),
+    )?;
+    let rows = usize::try_from(rows).unwrap_or(0);
+    fresh.ids.reserve_exact(rows);
+    fresh.scales.reserve_exact(rows);
+    fresh.codes.reserve_exact(rows.saturating_mul(dims));
     read_rows(&tx, model, dims, i64::MIN, &mut fresh)?;
     *l = fresh;
     Ok(Refresh::Reloaded(l.len()))

@@ -226,7 +226,18 @@ impl Worker {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
-                .spawn()?;
+                .spawn()
+                .map_err(|e| {
+                    // Said of the worker, not of the file being read (a missing program
+                    // must not read as a missing document).
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "could not start the extraction worker {}: {e}",
+                            self.command.program.display()
+                        ),
+                    )
+                })?;
             let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                 let _ = child.kill();
                 return Err(std::io::Error::other("the worker has no pipes"));
