@@ -57,8 +57,8 @@ struct Fields {
 }
 
 struct Built {
+    index: Index,
     reader: IndexReader,
-    writer: IndexWriter,
     fields: Fields,
     analyzer: TextAnalyzer,
     /// The last journal entry this copy reflects.
@@ -253,13 +253,16 @@ fn build(c: &Connection) -> Result<Built, LexError> {
         docs += 1;
     }
     writer.commit()?;
+    // The writer (and its arena) goes once its work is in: held, it would cost its budget
+    // for as long as the process runs.
+    writer.wait_merging_threads()?;
     let reader = index
         .reader_builder()
         .reload_policy(ReloadPolicy::Manual)
         .try_into()?;
     Ok(Built {
+        index,
         reader,
-        writer,
         fields,
         analyzer: analyzer(),
         cursor,
@@ -293,18 +296,19 @@ fn replay(b: &mut Built, c: &Connection) -> Result<bool, LexError> {
     };
     ids.sort_unstable();
     let mut row = tx.prepare_cached(&format!("{CHUNK_ROW} WHERE ch.id = ?1"))?;
+    let mut writer: IndexWriter = b.index.writer_with_num_threads(1, WRITER_BUDGET)?;
     for id in ids {
-        b.writer
-            .delete_term(Term::from_field_i64(b.fields.chunk, id));
+        writer.delete_term(Term::from_field_i64(b.fields.chunk, id));
         let mut rows = row.query([id])?;
         if let Some(r) = rows.next()? {
             let text = r.get_ref(2)?.as_str()?;
             let heading = r.get_ref(3)?.as_str_or_null()?;
-            b.writer
-                .add_document(doc(&b.fields, id, r.get(1)?, text, heading))?;
+            writer.add_document(doc(&b.fields, id, r.get(1)?, text, heading))?;
         }
     }
-    b.writer.commit()?;
+    writer.commit()?;
+    // Small segments merge before the writer goes, so replays do not pile them up.
+    writer.wait_merging_threads()?;
     b.reader.reload()?;
     b.docs = usize::try_from(b.reader.searcher().num_docs()).unwrap_or(usize::MAX);
     b.cursor = head;
