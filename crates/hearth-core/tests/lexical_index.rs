@@ -3,29 +3,17 @@
 //! makes (files added, deleted, a chunk id reused with new text), it falls back to FTS5
 //! when it falls too far behind and is rebuilt by the next warm-up, and it writes no file.
 
+mod common;
+
+use common::add_folder;
+use hearth_core::KeyBackend;
 use hearth_core::folders::lexical::{self, Engine, MAX_REPLAY};
 use hearth_core::folders::search::{Filter, keyword_ranked};
-use hearth_core::store::{OpenOptions, Store};
-use hearth_core::{DataDir, KeyBackend};
+use hearth_core::store::Store;
 use rusqlite::params;
 
 fn open(root: &std::path::Path) -> Store {
-    let mut opts = OpenOptions::new(DataDir::new(root.join("data")));
-    opts.new_key_backend = KeyBackend::File;
-    Store::open(&opts).expect("open")
-}
-
-fn add_folder(store: &Store, path: &str) -> i64 {
-    let path = path.to_owned();
-    store
-        .write_blocking(move |c| {
-            c.execute(
-                "INSERT INTO folders (path, added_at) VALUES (?1, 0)",
-                [path],
-            )?;
-            Ok(c.last_insert_rowid())
-        })
-        .expect("folder")
+    Store::open(&common::options(root, KeyBackend::File)).expect("open")
 }
 
 /// One file `name` in `folder` with one chunk per text; returns the chunk ids.
@@ -83,20 +71,11 @@ fn top(store: &Store, q: &str, folder: Option<i64>) -> (Vec<i64>, Engine) {
     (hits.into_iter().map(|(id, _)| id).collect(), engine)
 }
 
-fn files_under(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read dir").flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push(e.file_name().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
+/// The data folder's files, by name.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = common::files_under(dir);
+    files.sort();
+    files
 }
 
 #[test]

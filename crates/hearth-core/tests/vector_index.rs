@@ -3,6 +3,9 @@
 //! change another handle makes — vectors appended by an ingest, a file deleted, chunks
 //! re-embedded by another model.
 
+mod common;
+
+use common::add_folder;
 use hearth_core::folders::search::Filter;
 use hearth_core::folders::vectors::{nearest, nearest_exact};
 use hearth_core::store::{OpenOptions, Store};
@@ -109,19 +112,6 @@ fn agreement(store: &Store, model: &str, queries: &[Vec<f32>]) -> (f64, f64) {
         }
     }
     (found as f64 / (queries.len() * 10) as f64, worst)
-}
-
-/// A folder row (the chunks' parent), by its path; returns its id.
-fn add_folder(store: &Store, path: &str) -> i64 {
-    store
-        .write_blocking(|c| {
-            c.execute(
-                "INSERT INTO folders (path, added_at) VALUES (?1, 0)",
-                [path],
-            )?;
-            Ok(c.last_insert_rowid())
-        })
-        .expect("folder")
 }
 
 #[test]

@@ -86,3 +86,17 @@ fn uuid_like() -> String {
         .unwrap_or(0);
     format!("{nanos:x}{:x}", std::process::id())
 }
+
+/// A watched-folder row (the parent of file and chunk rows written by hand), by its path;
+/// returns its id.
+pub fn add_folder(store: &hearth_core::store::Store, path: &str) -> i64 {
+    store
+        .write_blocking(|c| {
+            c.execute(
+                "INSERT INTO folders (path, added_at) VALUES (?1, 0)",
+                [path],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+        .expect("folder")
+}
