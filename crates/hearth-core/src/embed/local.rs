@@ -1,5 +1,5 @@
 //! A local sentence encoder ([`LocalModel`]: all-MiniLM-L6-v2 by default) run in-process
-//! with candle on the CPU.
+//! on the CPU by the encoder of [`super::bert`].
 //!
 //! Matches sentence-transformers: `[CLS] … [SEP]`, token type ids 0, the model's pooling
 //! (MiniLM: the mean over the real tokens, i.e. the attention mask; bge: `[CLS]`), then L2
@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::Device;
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{self, BertModel};
+use candle_transformers::models::bert;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use super::bert::Bert;
 use super::catalog::{LocalModel, Pooling};
 use super::{EmbedError, Embedder, ModelFiles, ModelSource, Progress};
 use crate::{Error, Result};
@@ -32,10 +33,10 @@ pub const MAX_TOKENS: usize = 256;
 /// Most texts run through the model together.
 const BATCH_TEXTS: usize = 32;
 
-/// Most tokens in one batch, padding included. Texts are sorted by length first, so short
-/// texts go 32 at a time and 256-token ones 4 at a time. Batches run one per core: on 2
-/// cores, 2 × (8 × 256) tokens peaked at 490 MB (attention scores), 2 × (4 × 256) at
-/// 340 MB, at the same speed.
+/// Most tokens in one batch, counted as if padded to its longest text (the encoder packs
+/// them without padding). Texts are sorted by length first, so short texts go 32 at a time
+/// and 256-token ones 4 at a time. Batches run one per core; a 1024-token batch's buffers
+/// are about 16 MB (activations of 1024 × (384 × 6 + 1536) floats).
 const BATCH_TOKENS: usize = 1024;
 
 /// Vectors of one worker's batches, by text position.
@@ -97,7 +98,7 @@ impl Priority {
 struct State {
     files: Option<ModelFiles>,
     tokenizer: Option<Arc<Tokenizer>>,
-    model: Option<Arc<BertModel>>,
+    model: Option<Arc<Bert>>,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -203,7 +204,7 @@ impl LocalEmbedder {
     }
 
     /// The tokenizer and model, loading them under the lock so concurrent first calls load once.
-    fn loaded(&self) -> Result<(Arc<Tokenizer>, Arc<BertModel>)> {
+    fn loaded(&self) -> Result<(Arc<Tokenizer>, Arc<Bert>)> {
         let mut state = self.lock();
         let tokenizer = self.tokenizer(&mut state)?;
         if let Some(model) = &state.model {
@@ -344,11 +345,10 @@ impl LocalEmbedder {
     }
 }
 
-/// Makes candle's kernels single-threaded in this process, unless the user set
-/// `CANDLE_NUM_THREADS` or `RAYON_NUM_THREADS`: [`LocalEmbedder`] then runs one batch per
-/// core instead of every kernel on all cores. On 2 cores that embedded 256-token texts at
-/// 5.1k tokens/s instead of 4.2k (less synchronisation, and candle's single-threaded
-/// element-wise ops run side by side too).
+/// Makes the kernels of the libraries the embedder uses (candle, gemm, rayon) single-threaded
+/// in this process, unless the user set `CANDLE_NUM_THREADS` or `RAYON_NUM_THREADS`:
+/// [`LocalEmbedder`] runs one batch per core instead, which measured faster on 2 cores
+/// (less synchronisation, and the element-wise work runs side by side too).
 ///
 /// # Safety
 /// It sets environment variables: call it first thing in `main`, before any other thread
@@ -363,56 +363,18 @@ pub unsafe fn single_threaded_kernels() {
     }
 }
 
-fn inference(e: candle_core::Error) -> Error {
-    EmbedError::Inference(e.to_string()).into()
-}
-
-/// One batch through the model, padded to its longest text, pooled as the model is (the
-/// mean over real tokens, or `[CLS]`) and normalized.
-fn embed_batch(
-    model: &BertModel,
-    encodings: &[&Encoding],
-    pooling: Pooling,
-) -> Result<Vec<Vec<f32>>> {
-    let n = encodings.len();
-    let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-    let mut ids = Vec::with_capacity(n * len);
-    let mut mask = Vec::with_capacity(n * len);
-    for e in encodings {
-        ids.extend_from_slice(e.get_ids());
-        mask.extend_from_slice(e.get_attention_mask());
-        // Padding: id 0 ([PAD]) with mask 0, so it is neither attended to nor pooled.
-        ids.resize(ids.len() + len - e.len(), 0);
-        mask.resize(mask.len() + len - e.len(), 0);
-    }
-    let device = Device::Cpu;
-    let ids = Tensor::from_vec(ids, (n, len), &device).map_err(inference)?;
-    let mask = Tensor::from_vec(mask, (n, len), &device).map_err(inference)?;
-    let token_types = ids.zeros_like().map_err(inference)?;
-    let pooled = (|| {
-        let hidden = model.forward(&ids, &token_types, Some(&mask))?; // (n, len, 384)
-        let mean = match pooling {
-            Pooling::Mean => {
-                let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-                let sum = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
-                let count = mask.sum(1)?; // (n, 1); at least 2: [CLS] and [SEP]
-                sum.broadcast_div(&count)?
-            }
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?, // (n, 384)
-        };
-        let norm = mean
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12f32, f32::MAX)?;
-        mean.broadcast_div(&norm)?.to_vec2::<f32>()
-    })();
-    pooled.map_err(inference)
+/// One batch through the model: pooled as the model is (the mean over the tokens, or
+/// `[CLS]`) and normalized.
+fn embed_batch(model: &Bert, encodings: &[&Encoding], pooling: Pooling) -> Result<Vec<Vec<f32>>> {
+    let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+    model
+        .embed(&ids, pooling)
+        .map_err(|e| EmbedError::Inference(e).into())
 }
 
 /// The shipped tokenizer with truncation at [`MAX_TOKENS`] instead of 128, and without its
 /// fixed padding to 128: [`embed_batch`] pads each batch to its longest text.
-fn load_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
+pub(super) fn load_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
     let path = &files.tokenizer;
     let corrupt = |detail: String| -> Error {
         EmbedError::Corrupt {
@@ -443,7 +405,7 @@ fn load_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
 }
 
 /// Reads the config and the weights; checks it is a 384-dimensional BERT.
-fn load_model(files: &ModelFiles, expected: LocalModel) -> Result<BertModel> {
+pub(super) fn load_model(files: &ModelFiles, expected: LocalModel) -> Result<Bert> {
     let text = std::fs::read_to_string(&files.config).map_err(|e| Error::io(&files.config, e))?;
     let config: bert::Config = serde_json::from_str(&text).map_err(|e| EmbedError::Corrupt {
         path: files.config.clone(),
@@ -464,16 +426,16 @@ fn load_model(files: &ModelFiles, expected: LocalModel) -> Result<BertModel> {
     }
     let weights = &files.weights;
     let bytes = std::fs::read(weights).map_err(|e| Error::io(weights, e))?;
-    let corrupt = |e: candle_core::Error| -> Error {
+    let corrupt = |detail: String| -> Error {
         EmbedError::Corrupt {
             path: weights.clone(),
-            detail: e.to_string(),
+            detail,
         }
         .into()
     };
     // Buffered, not memory-mapped: a file changed under a map is undefined behaviour. The
     // buffer is freed once the tensors are copied out of it.
-    let vb =
-        VarBuilder::from_buffered_safetensors(bytes, bert::DTYPE, &Device::Cpu).map_err(corrupt)?;
-    BertModel::load(vb, &config).map_err(corrupt)
+    let vb = VarBuilder::from_buffered_safetensors(bytes, bert::DTYPE, &Device::Cpu)
+        .map_err(|e| corrupt(e.to_string()))?;
+    Bert::load(vb, &config).map_err(corrupt)
 }

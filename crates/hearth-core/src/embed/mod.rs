@@ -1,7 +1,7 @@
 //! Sentence embeddings: turning texts into unit-length vectors for memory and retrieval.
 //!
 //! Two [`Embedder`]s: [`LocalEmbedder`] runs a [`LocalModel`] (all-MiniLM-L6-v2 by default,
-//! or bge-small-en-v1.5) in-process with candle on the CPU (the model found via
+//! or bge-small-en-v1.5) in-process on the CPU (`bert.rs`) (the model found via
 //! [`ModelSource`], downloaded once if need be), and [`ApiEmbedder`]
 //! calls a provider's OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, LM Studio, …).
 //!
@@ -10,6 +10,7 @@
 //! never logged.
 
 mod api;
+mod bert;
 mod catalog;
 mod choice;
 mod error;
