@@ -70,11 +70,16 @@ fn main() {
         .sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    let corpus = Corpus::load_or_build();
     let scales: Vec<usize> = std::env::var("HEARTH_BENCH_SCALES")
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, REAL, 100_000, 1_000_000]);
+    // `HEARTH_BENCH_SCALES=` (none) measures ingest only: its files need no vectors.
+    let corpus = if scales.is_empty() {
+        Corpus::select()
+    } else {
+        Corpus::load_or_build()
+    };
     for n in scales {
         search_at(&mut c, &corpus, n);
     }
@@ -223,7 +228,41 @@ impl Corpus {
             );
             return corpus;
         }
+        let mut corpus = Corpus::select();
+        let e = embedder();
+        let started = Instant::now();
+        let mut vectors = Vec::with_capacity(REAL);
+        for batch in corpus.chunks.chunks(64) {
+            let inputs: Vec<String> = batch
+                .iter()
+                .map(|c| embedding_input(c.heading.as_deref(), &c.text))
+                .collect();
+            let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+            vectors.extend(e.embed(&refs).expect("embed"));
+            if vectors.len() % 1024 == 0 {
+                eprintln!(
+                    "embedding the corpus once: {} of {REAL} ({:.0} chunks/s)",
+                    vectors.len(),
+                    vectors.len() as f64 / started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        corpus.query_vectors = corpus
+            .queries
+            .iter()
+            .map(|q| e.embed_query(q).expect("embed query"))
+            .collect();
+        corpus.vectors = vectors;
+        corpus.model = e.model_id().to_owned();
         std::fs::create_dir_all(&dir).expect("cache dir");
+        write_f32s(&dir.join("vectors.f32"), &corpus.vectors);
+        write_f32s(&dir.join("queries.f32"), &corpus.query_vectors);
+        std::fs::write(&meta, serde_json::to_string(&corpus).expect("json")).expect("write corpus");
+        corpus
+    }
+
+    /// The corpus's files, chunks and held-out queries, without vectors.
+    fn select() -> Corpus {
         let mut seen = std::collections::HashSet::new();
         let mut files = Vec::new();
         let mut chunks = Vec::new();
@@ -286,40 +325,14 @@ impl Corpus {
             chunks.len(),
             held_out.len()
         );
-        let e = embedder();
-        let started = Instant::now();
-        let mut vectors = Vec::with_capacity(REAL);
-        for batch in chunks.chunks(64) {
-            let inputs: Vec<String> = batch
-                .iter()
-                .map(|c| embedding_input(c.heading.as_deref(), &c.text))
-                .collect();
-            let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
-            vectors.extend(e.embed(&refs).expect("embed"));
-            if vectors.len() % 1024 == 0 {
-                eprintln!(
-                    "embedding the corpus once: {} of {REAL} ({:.0} chunks/s)",
-                    vectors.len(),
-                    vectors.len() as f64 / started.elapsed().as_secs_f64()
-                );
-            }
-        }
-        let query_vectors: Vec<Vec<f32>> = held_out
-            .iter()
-            .map(|q| e.embed_query(q).expect("embed query"))
-            .collect();
-        let corpus = Corpus {
+        Corpus {
             files,
             chunks,
             queries: held_out,
-            vectors,
-            query_vectors,
-            model: e.model_id().to_owned(),
-        };
-        write_f32s(&dir.join("vectors.f32"), &corpus.vectors);
-        write_f32s(&dir.join("queries.f32"), &corpus.query_vectors);
-        std::fs::write(&meta, serde_json::to_string(&corpus).expect("json")).expect("write corpus");
-        corpus
+            vectors: Vec::new(),
+            query_vectors: Vec::new(),
+            model: String::new(),
+        }
     }
 }
 
