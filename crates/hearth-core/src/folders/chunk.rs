@@ -14,7 +14,7 @@
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use text_splitter::{ChunkConfig, MarkdownSplitter, TextSplitter};
+use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 use tokenizers::Tokenizer;
 
 use super::extract::Extracted;
@@ -66,56 +66,175 @@ pub fn embed_tokens(text: &str) -> usize {
         .map_or(text.len() / 3, |e| e.len())
 }
 
+/// The most bytes chunked from one tokenization: a longer section is cut into blocks at
+/// blank lines (else lines), so the token offsets held at once stay small whatever the
+/// file's size.
+const BLOCK_BYTES: usize = 256 * 1024;
+
+/// Token counts of any slice of one block, from a single tokenization of the block.
+///
+/// `text-splitter` sizes a chunk by binary search over candidate ends, and the plain
+/// tokenizer sizer tokenizes each candidate afresh — most of ingest's time. Every candidate
+/// is a slice of the block, so its count is the number of the block's tokens it overlaps:
+/// exact when the slice starts and ends between tokens (BERT's pre-tokenizer splits words at
+/// whitespace and punctuation, where every cut but a mid-word one falls); a slice cut inside
+/// a word is recounted by [`chunk`] before it is kept.
+struct SpanSizer {
+    base: usize,
+    len: usize,
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl SpanSizer {
+    fn new(tok: &Tokenizer, block: &str) -> Option<SpanSizer> {
+        let enc = tok.encode(block, false).ok()?;
+        let mut starts = Vec::with_capacity(enc.len());
+        let mut ends = Vec::with_capacity(enc.len());
+        for &(a, b) in enc.get_offsets() {
+            starts.push(u32::try_from(a).ok()?);
+            ends.push(u32::try_from(b).ok()?);
+        }
+        // Offsets come in text order; binary search below relies on it.
+        if !starts.is_sorted() || !ends.is_sorted() {
+            return None;
+        }
+        Some(SpanSizer {
+            base: block.as_ptr() as usize,
+            len: block.len(),
+            starts,
+            ends,
+        })
+    }
+
+    /// The slice's byte range in the block, if it is a slice of the block.
+    fn range(&self, chunk: &str) -> Option<(usize, usize)> {
+        let a = (chunk.as_ptr() as usize).checked_sub(self.base)?;
+        let b = a.checked_add(chunk.len())?;
+        (b <= self.len).then_some((a, b))
+    }
+
+    /// The tokens overlapping bytes `a..b`, and whether both ends fall between tokens.
+    fn count(&self, a: usize, b: usize) -> (usize, bool) {
+        let first = self.ends.partition_point(|&e| (e as usize) <= a);
+        let last = self.starts.partition_point(|&s| (s as usize) < b);
+        let exact = self.starts.get(first).is_none_or(|&s| s as usize >= a)
+            && (last == 0 || self.ends.get(last - 1).is_none_or(|&e| e as usize <= b));
+        (last.saturating_sub(first), exact)
+    }
+}
+
+impl ChunkSizer for SpanSizer {
+    fn size(&self, chunk: &str) -> usize {
+        match self.range(chunk) {
+            Some((a, b)) => self.count(a, b).0,
+            None => embed_tokens(chunk),
+        }
+    }
+}
+
 /// Splits an extracted file into chunks.
 pub fn chunk(doc: &Extracted) -> Vec<Draft> {
     let Some(tok) = tokenizer() else {
         return Vec::new();
     };
-    let config = || {
-        ChunkConfig::new(MAX_CHUNK_TOKENS)
-            .with_sizer(tok)
-            .with_overlap(OVERLAP_TOKENS)
-    };
-    let (Ok(md), Ok(plain)) = (config(), config()) else {
-        return Vec::new();
-    };
-    let markdown_splitter = MarkdownSplitter::new(md);
-    let text_splitter = TextSplitter::new(plain);
     let text = doc.text.as_str();
     let newlines: Vec<usize> = memchr_newlines(text);
     let line_of = |offset: usize| newlines.partition_point(|&n| n < offset) + 1;
     let encoding = crate::tokens::Encoding::O200kBase;
     let mut out = Vec::new();
-    for (start, end, heading) in sections(text, doc.markdown, &doc.pages) {
-        let section = &text[start..end];
-        let pieces: Vec<(usize, &str)> = if doc.markdown {
-            markdown_splitter.chunk_indices(section).collect()
+    let mut push = |from: usize, piece: &str, heading: &Option<String>| {
+        let to = from + piece.len();
+        let page = if doc.pages.is_empty() {
+            None
         } else {
-            text_splitter.chunk_indices(section).collect()
+            Some(doc.pages.partition_point(|&p| p <= from).max(1))
         };
-        for (offset, piece) in pieces {
-            if piece.trim().is_empty() {
-                continue;
-            }
-            let from = start + offset;
-            let to = from + piece.len();
-            let page = if doc.pages.is_empty() {
-                None
-            } else {
-                Some(doc.pages.partition_point(|&p| p <= from).max(1))
+        out.push(Draft {
+            text: piece.to_owned(),
+            heading: heading.clone(),
+            byte_start: from,
+            byte_end: to,
+            line_start: line_of(from),
+            line_end: line_of(to.saturating_sub(1).max(from)),
+            page,
+            tokens: encoding.count(piece),
+        });
+    };
+    for (start, end, heading) in sections(text, doc.markdown, &doc.pages) {
+        for (block_start, block_end) in blocks(text, start, end) {
+            let block = &text[block_start..block_end];
+            let sizer = SpanSizer::new(tok, block);
+            let pieces = match &sizer {
+                Some(sizer) => split(doc.markdown, sizer, block),
+                None => split(doc.markdown, tok, block),
             };
-            out.push(Draft {
-                text: piece.to_owned(),
-                heading: heading.clone(),
-                byte_start: from,
-                byte_end: to,
-                line_start: line_of(from),
-                line_end: line_of(to.saturating_sub(1).max(from)),
-                page,
-                tokens: encoding.count(piece),
-            });
+            for (offset, piece) in pieces {
+                if piece.trim().is_empty() {
+                    continue;
+                }
+                let fits = match &sizer {
+                    Some(sizer) => match sizer.count(offset, offset + piece.len()) {
+                        (n, true) => n <= MAX_CHUNK_TOKENS,
+                        (_, false) => embed_tokens(piece) <= MAX_CHUNK_TOKENS,
+                    },
+                    None => true,
+                };
+                if fits {
+                    push(block_start + offset, piece, &heading);
+                    continue;
+                }
+                // Cut inside a word and miscounted: split again, counted exactly.
+                for (inner, part) in split(false, tok, piece) {
+                    if !part.trim().is_empty() {
+                        push(block_start + offset + inner, part, &heading);
+                    }
+                }
+            }
         }
     }
+    out
+}
+
+/// Chunks of `text` (offsets into it) with the given sizer.
+fn split<S: ChunkSizer>(markdown: bool, sizer: S, text: &str) -> Vec<(usize, &str)> {
+    let Ok(config) = ChunkConfig::new(MAX_CHUNK_TOKENS)
+        .with_sizer(sizer)
+        .with_overlap(OVERLAP_TOKENS)
+    else {
+        return Vec::new();
+    };
+    if markdown {
+        MarkdownSplitter::new(config).chunk_indices(text).collect()
+    } else {
+        TextSplitter::new(config).chunk_indices(text).collect()
+    }
+}
+
+/// `start..end` cut into blocks of at most [`BLOCK_BYTES`], each ending at a blank line,
+/// else a line end, else a character boundary.
+fn blocks(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = start;
+    while end - at > BLOCK_BYTES {
+        let mut limit = at + BLOCK_BYTES;
+        while !text.is_char_boundary(limit) {
+            limit -= 1;
+        }
+        let window = &text[at..limit];
+        let cut = window
+            .rfind("\n\n")
+            .map(|i| i + 2)
+            .or_else(|| window.rfind('\n').map(|i| i + 1))
+            .filter(|&i| i > 0)
+            .unwrap_or(window.len());
+        if cut == 0 {
+            break;
+        }
+        out.push((at, at + cut));
+        at += cut;
+    }
+    out.push((at, end));
     out
 }
 
@@ -266,6 +385,91 @@ mod tests {
         // Lines: the first chunk starts on line 1, the last ends on line 200.
         assert_eq!(chunks[0].line_start, 1);
         assert_eq!(chunks.last().map(|c| c.line_end), Some(200));
+    }
+
+    /// Prose, code, punctuation, accents, CJK and emoji, as real folders hold.
+    fn mixed_text() -> String {
+        let mut t = String::from("# Notes\n\n");
+        for i in 0..120 {
+            t.push_str(&format!(
+                "Paragraph {i}: Zoë's café — naïve façade, 東京 and 北京 (see §3.{i}); \
+                 error E{i:04} in `parse_config()`… 🙂 don't panic!\n\
+                 fn f{i}(x: &str) -> Result<u32, Error> {{ x.parse().map_err(Error::from) }}\n\n"
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn the_span_sizer_counts_like_the_tokenizer_and_chunks_the_same() {
+        let tok = tokenizer().expect("tokenizer");
+        let text = mixed_text();
+        let sizer = SpanSizer::new(tok, &text).expect("sizer");
+        // Slices cut between words count exactly what tokenizing them alone counts.
+        let cuts: Vec<usize> = text
+            .char_indices()
+            .filter(|(_, c)| c.is_whitespace())
+            .map(|(i, _)| i)
+            .step_by(7)
+            .collect();
+        let mut checked = 0;
+        for w in cuts.windows(2).step_by(3) {
+            let end = text.floor_char_boundary((w[1] + 300).min(text.len()));
+            let slice = &text[w[0]..end];
+            let (a, b) = sizer.range(slice).expect("a slice of the block");
+            let (n, exact) = sizer.count(a, b);
+            if exact {
+                assert_eq!(n, embed_tokens(slice), "{slice:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "only {checked} exact slices");
+        // A slice from elsewhere is counted by the tokenizer.
+        let copy = text[..400].to_owned();
+        assert_eq!(sizer.size(&copy), embed_tokens(&copy));
+        // So the splitter makes the very chunks it makes with the tokenizer itself.
+        for markdown in [true, false] {
+            let fast = split(markdown, &sizer, &text);
+            let slow = split(markdown, tok, &text);
+            assert!(fast.len() > 10);
+            assert_eq!(fast, slow, "markdown: {markdown}");
+        }
+    }
+
+    #[test]
+    fn long_words_and_huge_sections_still_fit_the_window() {
+        // A 40 KB "word" (base64-like, no spaces) forces cuts inside a word, and a section
+        // over BLOCK_BYTES is cut into blocks.
+        let word: String = (0..40_000)
+            .map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(i * 7 + i / 3) % 36]))
+            .collect();
+        let mut text = format!("start {word} end\n\n");
+        while text.len() < BLOCK_BYTES * 2 + 10_000 {
+            text.push_str("A line of ordinary words about the garden and the weather.\n");
+            if text.len() % 7 == 0 {
+                text.push('\n');
+            }
+        }
+        let chunks = chunk(&doc(&text, false));
+        assert!(chunks.len() > 100);
+        let mut covered = 0;
+        for c in &chunks {
+            let n = embed_tokens(&c.text);
+            assert!(n <= MAX_CHUNK_TOKENS, "a chunk of {n} tokens");
+            assert_eq!(&text[c.byte_start..c.byte_end], c.text);
+            // No gap between chunks but whitespace.
+            assert!(
+                text[covered.min(c.byte_start)..c.byte_start]
+                    .trim()
+                    .is_empty()
+            );
+            covered = covered.max(c.byte_end);
+        }
+        assert!(text[covered..].trim().is_empty());
+        assert_eq!(
+            chunks.last().map(|c| c.line_end),
+            Some(text.lines().count())
+        );
     }
 
     #[test]
