@@ -173,7 +173,11 @@ impl LexicalIndex {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         if !self.is_built() {
             let built = store
-                .read_blocking(|c| Ok(build(c)))
+                .read_blocking(|c| {
+                    let built = build(c);
+                    crate::store::release_cache(c);
+                    Ok(built)
+                })
                 .and_then(|r| r.map_err(|e| crate::Error::Database(e.to_string())));
             match built {
                 Ok(b) => {

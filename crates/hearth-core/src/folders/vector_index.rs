@@ -85,7 +85,9 @@ impl ChunkIndex {
         allowed: Option<&[i64]>,
     ) -> rusqlite::Result<Vec<(i64, f64)>> {
         let mut guard = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        refresh(&mut guard, c, model, query.len())?;
+        if let Refresh::Reloaded(_) = refresh(&mut guard, c, model, query.len())? {
+            crate::store::release_cache(c);
+        }
         let l = &*guard;
         if l.len() == 0 || k == 0 {
             return Ok(Vec::new());
@@ -118,7 +120,11 @@ impl ChunkIndex {
     /// Brings the copy up to date for `model` at `dims` (tests and benchmarks).
     pub fn refresh(&self, c: &Connection, model: &str, dims: usize) -> rusqlite::Result<Refresh> {
         let mut guard = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        refresh(&mut guard, c, model, dims)
+        let done = refresh(&mut guard, c, model, dims)?;
+        if let Refresh::Reloaded(_) = done {
+            crate::store::release_cache(c);
+        }
+        Ok(done)
     }
 
     /// Bytes held (the codes, scales and ids).

@@ -416,6 +416,14 @@ pub(crate) fn open_connection(db_path: &Path, key: &DbKey, create: bool) -> Resu
     Ok(conn)
 }
 
+/// Frees the page cache a whole-table read filled (every page of it, decrypted): kept, it
+/// would hold the connection's whole cache budget for as long as the process runs.
+pub(crate) fn release_cache(c: &rusqlite::Connection) {
+    if let Err(e) = c.execute_batch("PRAGMA shrink_memory") {
+        tracing::debug!(error = %e, "could not shrink the page cache");
+    }
+}
+
 /// True if `key` opens the database; false if it is the wrong key.
 fn key_opens(db_path: &Path, key: &DbKey) -> Result<bool> {
     match open_connection(db_path, key, false) {
