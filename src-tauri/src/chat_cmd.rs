@@ -115,6 +115,7 @@ pub fn send_message<R: Runtime>(
             message: text,
             temporary,
             redo: Redo::No,
+            ..Default::default()
         },
     )
 }

@@ -56,6 +56,13 @@ pub enum Command {
         /// background: the app, or the next command that waits, finishes it).
         #[arg(long)]
         no_wait: bool,
+        /// Offer the model no tools (built-in tools are on by default).
+        #[arg(long)]
+        no_tools: bool,
+        /// Approve the model's `write` calls (creating a file) without asking; never a
+        /// destructive call, nor a write after untrusted text entered the turn.
+        #[arg(long, conflicts_with = "no_tools")]
+        allow_writes: bool,
         /// Your message.
         #[arg(required_unless_present = "regenerate")]
         message: Option<String>,
@@ -124,6 +131,11 @@ pub enum Command {
         /// until stopped (Ctrl-C; a file half-read then is read again next time).
         #[arg(long)]
         watch: bool,
+    },
+    /// The tools a chat offers the model, with their risk tiers.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
     },
     /// Search the watched folders' files.
     ///
@@ -238,7 +250,16 @@ pub enum ProvidersCommand {
 pub enum FoldersCommand {
     /// Watch a folder: walk it and queue its files for indexing (the same folder twice is
     /// one folder; one inside or around a watched folder is refused).
-    Add { path: std::path::PathBuf },
+    Add {
+        path: std::path::PathBuf,
+        /// Let tools create, change and delete files in it (each destructive call still
+        /// asks); re-adding a folder with --no-writable takes that back.
+        #[arg(long, conflicts_with = "no_writable")]
+        writable: bool,
+        /// Make the folder read-only for tools again (the default for a new folder).
+        #[arg(long)]
+        no_writable: bool,
+    },
     /// Stop watching a folder; its index (chunks, vectors) goes, its files stay untouched.
     Remove { path: std::path::PathBuf },
     /// The watched folders with their state and counts.
@@ -501,4 +522,10 @@ pub enum EmbeddingCommand {
         #[arg(long)]
         no_wait: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every tool: name, where it comes from, its risk tier and whether it is on.
+    List,
 }

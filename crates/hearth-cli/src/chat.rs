@@ -4,6 +4,7 @@ use std::io::Write;
 
 use hearth_core::Hearth;
 use hearth_core::chat::{ChatOptions, Redo};
+use hearth_core::tools::gate::ToolSettings;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +23,8 @@ pub struct Turn {
     pub regenerate: bool,
     pub edit: bool,
     pub no_wait: bool,
+    pub no_tools: bool,
+    pub allow_writes: bool,
     pub message: String,
 }
 
@@ -35,6 +38,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         regenerate,
         edit,
         no_wait,
+        no_tools,
+        allow_writes,
         message,
     } = turn;
     let redo = match (regenerate, edit) {
@@ -67,6 +72,14 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             message,
             temporary,
             redo,
+            tools: if no_tools {
+                ToolSettings::off()
+            } else {
+                ToolSettings {
+                    allow_writes,
+                    ..ToolSettings::new(Some(std::sync::Arc::new(crate::tools::TtyConsent)))
+                }
+            },
         };
         let mut stdout = std::io::stdout();
         let outcome = hearth
@@ -80,6 +93,21 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         if !json {
             println!();
             print_sources(&outcome.sources);
+            for call in &outcome.tool_calls {
+                let decision = serde_json::to_value(call.decision).unwrap_or_default();
+                let status = serde_json::to_value(call.result_status).unwrap_or_default();
+                eprintln!(
+                    "tool: {} ({}) {} by {}, {}",
+                    call.tool,
+                    call.risk.as_str(),
+                    decision.as_str().unwrap_or(""),
+                    serde_json::to_value(call.decided_by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    status.as_str().unwrap_or("")
+                );
+            }
         }
         if let Some(from) = &outcome.fallback_from {
             eprintln!(
@@ -121,6 +149,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,
+                "tool_calls": outcome.tool_calls,
+                "stop_reason": outcome.stop_reason,
             }));
         }
         Ok(if outcome.stopped { INTERRUPTED } else { 0 })

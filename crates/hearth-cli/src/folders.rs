@@ -21,8 +21,17 @@ pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
     let hearth = hearth()?;
     let folders = hearth.folders();
     match command {
-        FoldersCommand::Add { path } => {
-            let (folder, scan) = folders.add(&path)?;
+        FoldersCommand::Add {
+            path,
+            writable,
+            no_writable,
+        } => {
+            let set = match (writable, no_writable) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            let (folder, scan) = folders.add_with(&path, set)?;
             if out.json {
                 #[derive(Serialize)]
                 struct Added<'a> {

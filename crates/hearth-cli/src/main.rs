@@ -10,6 +10,7 @@ mod memory;
 mod output;
 mod providers;
 mod secrets;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -48,6 +49,8 @@ fn main() -> ExitCode {
             regenerate,
             edit,
             no_wait,
+            no_tools,
+            allow_writes,
             message,
         } => match chat::chat(
             &out,
@@ -59,6 +62,8 @@ fn main() -> ExitCode {
                 regenerate,
                 edit,
                 no_wait,
+                no_tools,
+                allow_writes,
                 message: message.unwrap_or_default(),
             },
         ) {
@@ -78,6 +83,7 @@ fn main() -> ExitCode {
         Command::Memory { command } => memory::run(&out, command),
         Command::Embedding { command } => embedding::run(&out, command),
         Command::Folders { command } => folders::run(&out, command),
+        Command::Tools { command } => tools::run(&out, command),
         Command::Index {
             wait,
             wait_vectors,

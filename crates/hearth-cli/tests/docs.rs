@@ -37,6 +37,8 @@ const COMMANDS: &[&[&str]] = &[
     &["folders", "pause"],
     &["folders", "resume"],
     &["index"],
+    &["tools"],
+    &["tools", "list"],
     &["search"],
     &["jobs"],
     &["jobs", "run"],

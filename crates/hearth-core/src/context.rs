@@ -118,7 +118,7 @@ pub struct Passage {
 /// Text from outside as it may sit between `<data>` tags: a passage that writes `</data>`
 /// (or opens a tag of its own) cannot close the delimiter and speak outside it.
 /// (`<` of a `data` tag in any case becomes `‹`.)
-fn neutralize_tags(text: &str) -> String {
+pub(crate) fn neutralize_tags(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('<') {

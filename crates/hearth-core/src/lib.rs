@@ -40,6 +40,7 @@ pub mod rank;
 pub mod store;
 pub mod time;
 pub mod tokens;
+pub mod tools;
 pub mod types;
 mod usage;
 

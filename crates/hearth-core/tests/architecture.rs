@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("memory", 2),
     ("folders", 2),
     ("usage", 2),
+    ("tools", 2),
     ("chat", 3),
     ("events", 4),
     ("hearth", 4),

@@ -174,6 +174,34 @@ pub fn text_stream(pieces: &[&str], usage: Option<(u64, u64, u64)>) -> Vec<Strin
     out
 }
 
+/// An OpenAI stream in which the model calls tools: `(id, name, JSON arguments)` each, the
+/// arguments sent in two pieces as real servers split them, ending `tool_calls`.
+pub fn tool_call_stream(calls: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        out.push(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function",
+                   "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]})
+            .to_string(),
+        );
+        let mut cut = args.len() / 2;
+        while !args.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        for piece in [&args[..cut], &args[cut..]] {
+            out.push(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i,
+                       "function": {"arguments": piece}}]}, "finish_reason": null}]})
+                .to_string(),
+            );
+        }
+    }
+    out.push(
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
+    );
+    out
+}
+
 /// An Anthropic Messages stream of `pieces` of text. `usage` is (input, cache read,
 /// cache write, output).
 pub fn anthropic_text_stream(pieces: &[&str], usage: (u64, u64, u64, u64)) -> Vec<String> {

@@ -38,6 +38,11 @@ impl<'a> Prompt<'a> {
         }
     }
 
+    /// The texts of the passages the prompt may carry (for the tools' quoting rule).
+    pub fn passage_texts(&self) -> Vec<String> {
+        self.passages.iter().map(|p| p.text.clone()).collect()
+    }
+
     /// The user's message as sent.
     pub fn user(&self) -> &Message {
         &self.user

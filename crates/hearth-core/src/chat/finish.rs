@@ -24,6 +24,8 @@ pub(super) fn finish(
         cited,
         fallback_from,
         checkpoints,
+        tool_calls,
+        capped,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -133,7 +135,16 @@ pub(super) fn finish(
         Some(id) if !cited.is_empty() => crate::folders::cite::sources(ctx.store, id)?,
         _ => Vec::new(),
     };
+    let stop_reason = if done.stopped {
+        super::StopReason::Cancelled
+    } else if capped {
+        super::StopReason::Cap
+    } else {
+        super::StopReason::Answer
+    };
     Ok(TurnOutcome {
+        tool_calls,
+        stop_reason,
         learn_job,
         sources,
         conversation: turn.conversation.clone(),

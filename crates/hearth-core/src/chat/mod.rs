@@ -66,6 +66,22 @@ pub struct ChatOptions {
     /// Write nothing but a content-free usage row, read no memories.
     pub temporary: bool,
     pub redo: Redo,
+    /// The tools offered and how consent is asked (default: none offered).
+    pub tools: crate::tools::gate::ToolSettings,
+}
+
+/// Why the turn's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered.
+    Answer,
+    /// The iteration cap forced a final answer.
+    Cap,
+    /// The user stopped it.
+    Cancelled,
+    /// A limit of time ended it.
+    Timeout,
 }
 
 /// Where the memory and retrieved zones come from (issues 4 and 5 fill them).
@@ -97,6 +113,9 @@ pub struct TurnOutcome {
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.
     pub sources: Vec<crate::folders::cite::Source>,
+    /// The tool calls the model made, with what the gate decided and how each ended.
+    pub tool_calls: Vec<crate::tools::CallRecord>,
+    pub stop_reason: StopReason,
 }
 
 /// What a turn runs against: the engine's parts, the models, where the memory and
@@ -127,6 +146,8 @@ pub(crate) async fn run_turn(
         }
     };
     let rows = stream::begin(ctx, &turn, prompt.user())?;
-    let streamed = stream::stream(ctx, &turn, &prompt, assembled, &rows, on_text).await?;
+    let mut tools = crate::tools::run::ToolRun::new(opts.tools.clone(), ctx.store.clone());
+    let streamed =
+        stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_text).await?;
     finish::finish(ctx, &opts, &turn, rows, streamed)
 }

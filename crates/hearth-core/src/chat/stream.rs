@@ -16,7 +16,9 @@ use crate::context::{Assembled, ZoneTokens};
 use crate::conversations::{Conversations, MessageState};
 use crate::llm::{ChatRequest, Completion, LlmError, StreamEvent};
 use crate::tokens::Encoding;
-use crate::types::{Message, Usage};
+use crate::tools::CallRecord;
+use crate::tools::run::ToolRun;
+use crate::types::{Message, Role, Usage};
 use crate::usage::{self, Call};
 
 /// The rows of a saved turn (`None` in a temporary chat).
@@ -68,7 +70,14 @@ pub(super) struct Streamed<'a> {
     /// The main model and why it failed, when the fallback answered.
     pub fallback_from: Option<(String, String)>,
     pub checkpoints: Checkpoints,
+    /// The tool calls of the run, in order.
+    pub tool_calls: Vec<CallRecord>,
+    /// True when the iteration cap forced the final answer.
+    pub capped: bool,
 }
+
+/// Said to the model when the iteration cap is reached: answer with what it has.
+const CAP_NOTE: &str = "The limit of tool calls for this turn is reached. Answer now with what you have, and say what is left undone.";
 
 pub(super) async fn stream<'a>(
     ctx: &TurnContext<'a>,
@@ -76,6 +85,7 @@ pub(super) async fn stream<'a>(
     prompt: &Prompt<'_>,
     assembled: Assembled,
     rows: &Rows,
+    tools: &mut ToolRun,
     mut on_text: impl FnMut(&str) + Send,
 ) -> Result<Streamed<'a>> {
     let slots: &'a super::ModelSlots = ctx.slots;
@@ -92,13 +102,24 @@ pub(super) async fn stream<'a>(
     let mut messages = assembled.messages;
     let mut retried_smaller = false;
     let mut fallback_from: Option<(String, String)> = None;
+    tools.set_passages(&prompt.passage_texts());
+    let specs = tools.specs();
+    let mut tool_calls: Vec<CallRecord> = Vec::new();
+    // The text and usage of the model calls before the last (each asked for tools).
+    let (mut carried_text, mut carried_usage) = (String::new(), Usage::default());
+    let mut iterations = 0usize;
+    let mut capped = false;
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
         Ok(loop {
+            let sent = std::mem::take(&mut messages);
             let request = ChatRequest {
                 model: model.model.clone(),
-                messages: std::mem::take(&mut messages),
+                messages: sent.clone(),
+                // The same array every call of every turn (the prompt cache keeps it);
+                // only the forced final answer goes without.
+                tools: if capped { Vec::new() } else { specs.clone() },
                 max_output_tokens: Some(zones.output_reserve),
                 ..ChatRequest::default()
             };
@@ -115,8 +136,61 @@ pub(super) async fn stream<'a>(
                     }
                 })
                 .await;
-            let Err(error) = &result else {
-                break result;
+            let error = match &result {
+                Ok(done) if !done.tool_calls.is_empty() && !done.stopped && !capped => {
+                    // The model asked for tools: run them through the gate, tell it what
+                    // happened, and call it again.
+                    iterations += 1;
+                    add_usage(&mut carried_usage, done.usage);
+                    carried_text.push_str(&done.text);
+                    messages = sent;
+                    messages.push(Message {
+                        role: Role::Assistant,
+                        content: done.text.clone(),
+                        tool_calls: done.tool_calls.clone(),
+                        tool_call_id: None,
+                    });
+                    for call in &done.tool_calls {
+                        let record = tools.handle(call, ctx.cancel).await;
+                        tracing::info!(
+                            tool = %record.tool,
+                            decision = ?record.decision,
+                            decided_by = ?record.decided_by,
+                            status = ?record.result_status,
+                            "tool call"
+                        );
+                        if let Some(id) = rows.answer_id {
+                            let (store, r, seq) =
+                                (ctx.store.clone(), record.clone(), tool_calls.len());
+                            tokio::task::spawn_blocking(move || {
+                                crate::tools::run::save(&store, id, seq, &r)
+                            })
+                            .await
+                            .map_err(|e| crate::Error::InvalidInput(e.to_string()))??;
+                        }
+                        messages.push(Message {
+                            role: Role::Tool,
+                            content: record.observation.clone(),
+                            tool_calls: Vec::new(),
+                            tool_call_id: Some(call.id.clone()),
+                        });
+                        tool_calls.push(record);
+                    }
+                    if ctx.cancel.is_cancelled() {
+                        break Ok(Completion {
+                            text: String::new(),
+                            stopped: true,
+                            ..Completion::default()
+                        });
+                    }
+                    if iterations >= tools.settings().max_iterations {
+                        capped = true;
+                        messages.push(Message::user(CAP_NOTE));
+                    }
+                    continue;
+                }
+                Ok(_) => break result,
+                Err(error) => error,
             };
             let nothing_yet = so_far.lock().map(|s| s.is_empty()).unwrap_or(false);
             let record_failed = |model: &ChatModel, slot: &str| {
@@ -192,7 +266,17 @@ pub(super) async fn stream<'a>(
     // in flight (an abort would not cancel a blocking write already running).
     checkpoints.stop().await;
     // A store failure while recording: the guard marks the answer failed on the way out.
-    let result = looped?;
+    let result = looped?.map(|mut done| {
+        // The answer is everything the model said in the run; its usage, all the calls'.
+        if !carried_text.is_empty() {
+            done.text = format!("{carried_text}{}", done.text);
+        }
+        if iterations > 0 {
+            add_usage(&mut carried_usage, done.usage);
+            done.usage = Some(carried_usage);
+        }
+        done
+    });
     Ok(Streamed {
         result,
         model,
@@ -201,7 +285,18 @@ pub(super) async fn stream<'a>(
         cited,
         fallback_from,
         checkpoints,
+        tool_calls,
+        capped,
     })
+}
+
+fn add_usage(total: &mut Usage, more: Option<Usage>) {
+    if let Some(u) = more {
+        total.input_tokens += u.input_tokens;
+        total.output_tokens += u.output_tokens;
+        total.cached_input_tokens += u.cached_input_tokens;
+        total.cache_write_tokens += u.cache_write_tokens;
+    }
 }
 
 /// The checkpoint task of a streaming answer, as a guard. [`Checkpoints::stop`] ends it

@@ -20,7 +20,7 @@ pub mod lexical;
 pub mod search;
 pub mod vector_index;
 pub mod vectors;
-mod walk;
+pub(crate) mod walk;
 pub mod watch;
 pub mod worker;
 
@@ -143,6 +143,8 @@ pub struct Folder {
     pub watch: Option<String>,
     pub watch_reason: Option<String>,
     pub watch_owner: Option<String>,
+    /// Tools may create, change and delete files here (`folders add --writable`).
+    pub writable: bool,
 }
 
 /// How many of a folder's files are in each status.
@@ -194,7 +196,7 @@ pub struct Folders {
     store: Store,
 }
 
-const FOLDER_COLUMNS: &str = "id, path, paused, available, added_at, scanned_at, last_indexed, watch, watch_reason, watch_owner";
+const FOLDER_COLUMNS: &str = "id, path, paused, available, added_at, scanned_at, last_indexed, watch, watch_reason, watch_owner, writable";
 
 fn row_to_folder(r: &rusqlite::Row<'_>) -> rusqlite::Result<Folder> {
     Ok(Folder {
@@ -208,6 +210,7 @@ fn row_to_folder(r: &rusqlite::Row<'_>) -> rusqlite::Result<Folder> {
         watch: r.get(7)?,
         watch_reason: r.get(8)?,
         watch_owner: r.get(9)?,
+        writable: r.get(10)?,
     })
 }
 
@@ -287,6 +290,17 @@ impl Folders {
             tx.commit()?;
             Ok(Ok(f))
         })?
+    }
+
+    /// Makes folder `id` writable for tools, or not.
+    pub fn set_writable(&self, id: i64, writable: bool) -> Result<()> {
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE folders SET writable = ?2 WHERE id = ?1",
+                params![id, writable],
+            )
+            .map(|_| ())
+        })
     }
 
     /// Records how folder `id` is watched (`watching`, `polling` or none) by the process

@@ -66,6 +66,8 @@ pub struct FolderSummary {
     pub last_indexed: Option<Millis>,
     /// Why the OS would not watch it (`polling`), else null.
     pub watch_reason: Option<String>,
+    /// Tools may create, change and delete files in it.
+    pub writable: bool,
 }
 
 /// Where indexing stands: `hearth index`'s summary.
@@ -181,8 +183,25 @@ impl FolderService {
     /// Starts watching `path`: registers it (the same folder again is the same folder),
     /// walks it, and queues its files for indexing.
     pub fn add(&self, path: &Path) -> Result<(FolderSummary, ScanReport)> {
+        self.add_with(path, None)
+    }
+
+    /// As [`FolderService::add`], also making the folder writable for tools (`Some(true)`)
+    /// or not (`Some(false)`); `None` leaves a re-added folder as it was (a new one is
+    /// read-only for tools).
+    pub fn add_with(
+        &self,
+        path: &Path,
+        writable: Option<bool>,
+    ) -> Result<(FolderSummary, ScanReport)> {
         let folders = self.folders();
-        let folder = folders.add(path)?;
+        let mut folder = folders.add(path)?;
+        if let Some(w) = writable
+            && w != folder.writable
+        {
+            folders.set_writable(folder.id, w)?;
+            folder.writable = w;
+        }
         let report = folders.reconcile(&folder)?;
         self.queue_ingest()?;
         let summary = self.summary_of(&folders.find(Path::new(&folder.path))?.unwrap_or(folder))?;
@@ -252,6 +271,7 @@ impl FolderService {
             chunks_embedded,
             last_indexed: f.last_indexed,
             watch_reason,
+            writable: f.writable,
         })
     }
 

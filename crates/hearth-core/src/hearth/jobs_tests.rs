@@ -49,6 +49,7 @@ async fn one_turn(hearth: &Hearth, fast: &ChatModel, text: &str) -> JobId {
                 message: text.into(),
                 temporary: false,
                 redo: Redo::No,
+                ..Default::default()
             },
             &CancellationToken::new(),
             |_| {},

@@ -171,6 +171,12 @@ impl Hearth {
         }
     }
 
+    /// The tools a chat offers the model (built in; MCP servers' join in issue 13), with
+    /// their risk tiers.
+    pub fn tools(&self) -> Vec<crate::tools::ToolInfo> {
+        crate::tools::run::catalog(true)
+    }
+
     /// The quick-prompt shortcut the user chose, if any (the shell decides what it means).
     pub fn quick_prompt_shortcut(&self) -> Result<Option<String>> {
         self.inner.store.setting(QUICK_PROMPT_SHORTCUT)

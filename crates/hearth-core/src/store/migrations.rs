@@ -124,6 +124,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "chunk journal",
         sql: include_str!("migrations/0021_chunk_journal.sql"),
     },
+    Migration {
+        version: 22,
+        name: "tools: writable folders and tool calls",
+        sql: include_str!("migrations/0022_tools.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -1,0 +1,418 @@
+//! One agent run's tools: what the model is offered, and the handling of each call it
+//! makes — parse, validate, gate, run, record. The run remembers the calls it made (an
+//! identical call is blocked: its result is already in the turn), whether untrusted text
+//! entered the turn (then `write` calls ask even when granted), and the grants the user
+//! gave during it.
+//!
+//! **Provenance rule** (ARCHITECTURE.md, "Tools"): the output of a tool that returns
+//! outside text (`read_file`, `list_directory`, MCP tools) is untrusted; after it, every
+//! `write` call of the run is escalated and asks, whatever was granted. Passages of watched
+//! folders that the engine puts into the prompt escalate only a call whose string
+//! arguments quote one of them (a run of [`QUOTE_WORDS`] words), so a user with watched
+//! folders keeps the meaning of "always allow".
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::builtin::{ALL, BuiltIn};
+use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
+use super::{
+    CallRecord, DecidedBy, Decision, MAX_OBSERVATION_BYTES, Origin, ResultStatus, Risk, ToolInfo,
+    truncate_observation,
+};
+use crate::folders::Folders;
+use crate::store::Store;
+use crate::types::{ToolCall, ToolSpec};
+
+/// Words in a row an argument must share with a retrieved passage to count as quoting it.
+pub const QUOTE_WORDS: usize = 8;
+
+/// Every built-in tool, as front ends list them.
+pub fn catalog(enabled: bool) -> Vec<ToolInfo> {
+    ALL.iter()
+        .map(|t| ToolInfo {
+            name: t.name().into(),
+            description: t.description().into(),
+            origin: Origin::BuiltIn,
+            risk: t.risk(),
+            risk_source: "built_in",
+            enabled,
+        })
+        .collect()
+}
+
+/// One run's tool state.
+pub struct ToolRun {
+    settings: ToolSettings,
+    store: Store,
+    /// `(tool, canonical arguments)` of the calls made so far.
+    seen: HashSet<(String, String)>,
+    /// What untrusted text entered the turn first, if any.
+    untrusted: Option<String>,
+    /// Passages of watched folders in the prompt (their words, lowercased).
+    passages: Vec<Vec<String>>,
+    /// Tools the user allowed for the rest of the run.
+    granted: HashSet<String>,
+}
+
+impl ToolRun {
+    pub fn new(settings: ToolSettings, store: Store) -> Self {
+        Self {
+            settings,
+            store,
+            seen: HashSet::new(),
+            untrusted: None,
+            passages: Vec::new(),
+            granted: HashSet::new(),
+        }
+    }
+
+    pub fn settings(&self) -> &ToolSettings {
+        &self.settings
+    }
+
+    /// The passages the engine put into the prompt (for the quoting rule).
+    pub fn set_passages(&mut self, texts: &[String]) {
+        self.passages = texts.iter().map(|t| words(t)).collect();
+    }
+
+    /// The tools array of every request of the run: the same each turn, so the prompt
+    /// cache keeps it (SPEC §3).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        if !self.settings.enabled {
+            return Vec::new();
+        }
+        ALL.iter()
+            .map(|t| ToolSpec {
+                name: t.name().into(),
+                description: t.description().into(),
+                parameters: t.parameters(),
+            })
+            .collect()
+    }
+
+    /// Handles one call the model made; the record says what happened and what the
+    /// model is told.
+    pub async fn handle(&mut self, call: &ToolCall, cancel: &CancellationToken) -> CallRecord {
+        let arguments: Value = if call.arguments.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone()))
+        };
+        let tool = BuiltIn::from_name(&call.name);
+        let mut record = CallRecord {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            origin: Origin::BuiltIn,
+            risk: tool.map_or(Risk::Destructive, BuiltIn::risk),
+            arguments: arguments.clone(),
+            decision: Decision::Invalid,
+            decided_by: DecidedBy::Auto,
+            escalated: false,
+            result_status: ResultStatus::NotRun,
+            observation: String::new(),
+        };
+        let Some(tool) = tool.filter(|_| self.settings.enabled) else {
+            record.observation = format!(
+                "Error: there is no tool named `{}`. The tools are: {}.",
+                call.name,
+                ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+            );
+            return record;
+        };
+        if !arguments.is_object() {
+            record.observation = format!(
+                "Error: the arguments of {} must be a JSON object matching its schema.",
+                tool.name()
+            );
+            return record;
+        }
+        let key = (tool.name().to_owned(), canonical_json(&arguments));
+        if self.seen.contains(&key) {
+            record.observation = "Error: this exact call was already made in this turn; its \
+                result is above. Do not repeat it."
+                .into();
+            return record;
+        }
+        self.seen.insert(key);
+        let folders = match self.folders().await {
+            Ok(f) => f,
+            Err(e) => {
+                record.result_status = ResultStatus::Error;
+                record.observation = format!("Error: the watched folders could not be read: {e}");
+                return record;
+            }
+        };
+        let action = {
+            let (args, folders) = (arguments.clone(), folders.clone());
+            match tokio::task::spawn_blocking(move || tool.prepare(&args, &folders)).await {
+                Ok(r) => r,
+                Err(_) => Err("the call's arguments could not be checked".into()),
+            }
+        };
+        let action = match action {
+            Ok(a) => a,
+            Err(message) => {
+                record.observation = format!("Error: {message}");
+                return record;
+            }
+        };
+        // The gate.
+        let risk = tool.risk();
+        let quoted = self.quotes_a_passage(&arguments);
+        let escalated_by = if risk >= Risk::Write {
+            self.untrusted.clone().or(quoted)
+        } else {
+            None
+        };
+        record.escalated = escalated_by.is_some();
+        let decided: Result<DecidedBy, (DecidedBy, Option<String>)> = match risk {
+            Risk::Read => Ok(DecidedBy::Auto),
+            Risk::Write if escalated_by.is_none() && self.settings.allow_writes => {
+                Ok(DecidedBy::AllowWrites)
+            }
+            Risk::Write if escalated_by.is_none() && self.granted.contains(tool.name()) => {
+                Ok(DecidedBy::Grant)
+            }
+            _ => {
+                let request = ConsentRequest {
+                    call_id: call.id.clone(),
+                    tool: tool.name().into(),
+                    origin: Origin::BuiltIn,
+                    risk,
+                    arguments: escape_for_display(
+                        &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
+                    ),
+                    preview: action.preview().map(|p| escape_for_display(&p)),
+                    reason: match (risk, &escalated_by) {
+                        (Risk::Destructive, _) => {
+                            "it cannot be undone from here: destructive calls always ask".into()
+                        }
+                        (_, Some(by)) => format!(
+                            "untrusted content entered this turn before the request ({by}); \
+                             grants do not cover it"
+                        ),
+                        _ => "it changes files, and you have not allowed this tool".into(),
+                    },
+                    escalated_by: escalated_by.clone(),
+                    offers_always: risk != Risk::Destructive,
+                };
+                self.ask(&request, risk).await
+            }
+        };
+        let by = match decided {
+            Ok(by) => by,
+            Err((by, reason)) => {
+                record.decision = Decision::Denied;
+                record.decided_by = by;
+                record.observation = match by {
+                    DecidedBy::PolicyNoTty => format!(
+                        "The call was not run: it needs the user's approval and no one could be \
+                         asked here (no terminal). Tell the user what you wanted to do ({}) so \
+                         they can do it or approve it in the app.",
+                        tool.name()
+                    ),
+                    DecidedBy::Timeout => {
+                        "The call was not run: the user did not answer in time.".into()
+                    }
+                    _ => format!(
+                        "The user denied this call{}. Do not retry it; go on without it or ask \
+                         the user.",
+                        reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    ),
+                };
+                return record;
+            }
+        };
+        record.decision = Decision::Allowed;
+        record.decided_by = by;
+        if cancel.is_cancelled() {
+            record.result_status = ResultStatus::Cancelled;
+            record.observation = "The call was not run: the user stopped the turn.".into();
+            return record;
+        }
+        let run = {
+            let folders = folders.clone();
+            tokio::task::spawn_blocking(move || action.execute(&folders))
+        };
+        let output = tokio::select! {
+            r = run => r.ok(),
+            _ = tokio::time::sleep(self.settings.call_timeout) => {
+                record.result_status = ResultStatus::Timeout;
+                record.observation = format!(
+                    "Error: {} did not finish within {} s and was abandoned.",
+                    tool.name(),
+                    self.settings.call_timeout.as_secs_f64()
+                );
+                return record;
+            }
+            _ = cancel.cancelled() => {
+                record.result_status = ResultStatus::Cancelled;
+                record.observation = "The call was stopped: the user stopped the turn.".into();
+                return record;
+            }
+        };
+        let Some(output) = output else {
+            record.result_status = ResultStatus::Error;
+            record.observation = format!("Error: {} failed unexpectedly.", tool.name());
+            return record;
+        };
+        record.result_status = if output.ok {
+            ResultStatus::Ok
+        } else {
+            ResultStatus::Error
+        };
+        let text = truncate_observation(&output.text, MAX_OBSERVATION_BYTES);
+        record.observation = if output.untrusted {
+            if self.untrusted.is_none() {
+                let what = arguments
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .map(|p| format!("the output of {} on {p}", tool.name()))
+                    .unwrap_or_else(|| format!("the output of {}", tool.name()));
+                self.untrusted = Some(what);
+            }
+            format!(
+                "<data source=\"{}\">\n{}\n</data>",
+                tool.name(),
+                crate::context::neutralize_tags(&text)
+            )
+        } else if output.ok {
+            text
+        } else {
+            format!("Error: {text}")
+        };
+        record
+    }
+
+    /// Asks the user; a grant answer is kept for the rest of the run.
+    async fn ask(
+        &mut self,
+        request: &ConsentRequest,
+        risk: Risk,
+    ) -> Result<DecidedBy, (DecidedBy, Option<String>)> {
+        let Some(surface) = self.settings.consent.clone() else {
+            return Err((DecidedBy::PolicyNoTty, None));
+        };
+        let answer =
+            match tokio::time::timeout(self.settings.consent_timeout, surface.ask(request)).await {
+                Ok(a) => a,
+                Err(_) => return Err((DecidedBy::Timeout, None)),
+            };
+        match answer {
+            Answer::AllowOnce => Ok(DecidedBy::User),
+            Answer::AllowConversation | Answer::AllowAlways => {
+                if risk != Risk::Destructive {
+                    self.granted.insert(request.tool.clone());
+                }
+                Ok(DecidedBy::User)
+            }
+            Answer::Deny(reason) => Err((DecidedBy::User, reason)),
+            Answer::NoSurface => Err((DecidedBy::PolicyNoTty, None)),
+        }
+    }
+
+    async fn folders(&self) -> crate::Result<Vec<crate::folders::Folder>> {
+        let folders = Folders::new(self.store.clone());
+        tokio::task::spawn_blocking(move || folders.list())
+            .await
+            .map_err(|e| crate::Error::InvalidInput(e.to_string()))?
+    }
+
+    /// Which passage (if any) a string argument quotes.
+    fn quotes_a_passage(&self, arguments: &Value) -> Option<String> {
+        if self.passages.is_empty() {
+            return None;
+        }
+        let mut strings = Vec::new();
+        collect_strings(arguments, &mut strings);
+        for s in strings {
+            let w = words(s);
+            if w.len() < QUOTE_WORDS {
+                continue;
+            }
+            for (i, p) in self.passages.iter().enumerate() {
+                if p.len() < QUOTE_WORDS {
+                    continue;
+                }
+                let windows: HashSet<&[String]> = p.windows(QUOTE_WORDS).collect();
+                if w.windows(QUOTE_WORDS).any(|win| windows.contains(win)) {
+                    return Some(format!(
+                        "the call quotes passage [{}] of a watched folder",
+                        i + 1
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// JSON with every object's keys sorted, recursively: equal values give equal text.
+pub fn canonical_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let m: BTreeMap<&String, Value> = o.iter().map(|(k, v)| (k, sorted(v))).collect();
+                Value::Object(m.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
+/// Stores `record` as call `seq` of answer `message_id`.
+pub fn save(store: &Store, message_id: i64, seq: usize, record: &CallRecord) -> crate::Result<()> {
+    let r = record.clone();
+    store.write_blocking(move |c| {
+        c.execute(
+            "INSERT INTO tool_calls (message_id, call_id, seq, tool, origin, risk, arguments,
+                decision, decided_by, escalated, result_status, result, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            rusqlite::params![
+                message_id,
+                r.id,
+                seq as i64,
+                r.tool,
+                r.origin.label(),
+                r.risk.as_str(),
+                r.arguments.to_string(),
+                enum_text(&r.decision),
+                enum_text(&r.decided_by),
+                r.escalated,
+                enum_text(&r.result_status),
+                r.observation,
+                crate::time::now_millis(),
+            ],
+        )
+        .map(|_| ())
+    })
+}
+
+fn enum_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
