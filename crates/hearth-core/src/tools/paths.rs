@@ -98,21 +98,13 @@ pub fn resolve(given: &str, folders: &[Folder], access: Access) -> Result<Resolv
         [] if given_path.is_absolute() => {
             return Err(format!(
                 "{given} is outside every watched folder; tools reach only files in: {}",
-                folders
-                    .iter()
-                    .map(|f| f.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                names(folders)
             ));
         }
         [] => {
             return Err(format!(
                 "{given} was not found in any watched folder ({})",
-                folders
-                    .iter()
-                    .map(|f| f.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                names(folders)
             ));
         }
         [one] => one.clone(),
@@ -191,4 +183,13 @@ fn within_canonical(path: &Path, folder: &Folder) -> bool {
         }
     }
     std::fs::canonicalize(existing).is_ok_and(|p| p.starts_with(&folder.path))
+}
+
+/// The watched folders' paths, for messages.
+fn names(folders: &[Folder]) -> String {
+    folders
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
