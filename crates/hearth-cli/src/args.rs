@@ -137,6 +137,16 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// What you allowed tools ahead of time: a tool for one conversation, or always.
+    Grants {
+        #[command(subcommand)]
+        command: GrantsCommand,
+    },
+    /// The audit log: every tool call and memory change, hash-chained.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Search the watched folders' files.
     ///
     /// Results name the file, its heading, lines and page, with a snippet and the chunk id
@@ -528,4 +538,37 @@ pub enum EmbeddingCommand {
 pub enum ToolsCommand {
     /// Every tool: name, where it comes from, its risk tier and whether it is on.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCommand {
+    /// Every stored grant, newest first.
+    List,
+    /// Revoke one grant by its id, or every grant with --all. The tool asks again.
+    Revoke {
+        /// The grant's id (from `hearth grants list`).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        /// Revoke every grant.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Entries, oldest first: what ran, what was decided and by whom, when.
+    List {
+        /// Only this kind: tool_call, memory or grant.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only the calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only the newest N entries.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Check the hash chain from the first entry to the stored head. Exit 1 when broken.
+    Verify,
 }

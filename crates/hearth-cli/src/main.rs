@@ -84,6 +84,12 @@ fn main() -> ExitCode {
         Command::Embedding { command } => embedding::run(&out, command),
         Command::Folders { command } => folders::run(&out, command),
         Command::Tools { command } => tools::run(&out, command),
+        Command::Grants { command } => tools::grants(&out, command),
+        Command::Audit { command } => match tools::audit(&out, command) {
+            Ok(0) => Ok(()),
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
         Command::Index {
             wait,
             wait_vectors,

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use hearth_core::Hearth;
 use hearth_core::tools::gate::{Answer, Consent, ConsentRequest};
 
-use crate::args::ToolsCommand;
+use crate::args::{AuditCommand, GrantsCommand, ToolsCommand};
 use crate::open_options;
 use crate::output::{Failure, Out};
 
@@ -41,6 +41,145 @@ pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
                 }
             }
             Ok(())
+        }
+    }
+}
+
+/// `hearth grants`.
+pub fn grants(out: &Out, command: GrantsCommand) -> Result<(), Failure> {
+    let grants = Hearth::open_oneshot(&open_options()?)?.grants();
+    match command {
+        GrantsCommand::List => {
+            let rows = grants.list()?;
+            if out.json {
+                out.print_json(&rows);
+            } else if rows.is_empty() {
+                println!("No grants: write tools ask before they run.");
+            } else {
+                for g in rows {
+                    let scope = match &g.conversation {
+                        Some(c) => format!("conversation {c}"),
+                        None => "always".into(),
+                    };
+                    println!("{:<5} {:<16} {:<10} {scope}", g.id, g.tool, g.origin);
+                }
+            }
+        }
+        GrantsCommand::Revoke { id, all } => {
+            let revoked = if all {
+                grants.revoke_all()?
+            } else {
+                let id =
+                    id.ok_or_else(|| Failure::new("invalid_input", "give a grant's id or --all"))?;
+                if !grants.revoke(id)? {
+                    return Err(Failure::new(
+                        "not_found",
+                        format!("there is no grant {id}; see `hearth grants list`"),
+                    ));
+                }
+                1
+            };
+            if out.json {
+                out.print_json(&serde_json::json!({"revoked": revoked}));
+            } else {
+                println!(
+                    "Revoked {revoked} grant{}.",
+                    if revoked == 1 { "" } else { "s" }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `hearth audit`; the exit code. `verify` exits 1 when the chain is broken (after its
+/// report).
+pub fn audit(out: &Out, command: AuditCommand) -> Result<u8, Failure> {
+    let audit = Hearth::open_oneshot(&open_options()?)?.audit();
+    match command {
+        AuditCommand::List { kind, tool, limit } => {
+            let rows = audit.list(&hearth_core::audit::Filter { kind, tool, limit })?;
+            if out.json {
+                let rows: Vec<_> = rows
+                    .iter()
+                    .map(|e| {
+                        serde_json::json!({
+                            "seq": e.seq,
+                            "kind": e.kind,
+                            "tool": e.tool,
+                            "risk": e.risk,
+                            "decision": e.decision,
+                            "decided_by": e.decided_by,
+                            "time": e.time,
+                            "payload_redacted": e.payload_redacted,
+                            "summary": e.summary,
+                        })
+                    })
+                    .collect();
+                out.print_json(&rows);
+            } else {
+                for e in rows {
+                    let what = match e.kind.as_str() {
+                        "tool_call" => format!(
+                            "{} {} {} by {}",
+                            e.tool.as_deref().unwrap_or("?"),
+                            e.risk.as_deref().unwrap_or("?"),
+                            e.decision.as_deref().unwrap_or("?"),
+                            e.decided_by.as_deref().unwrap_or("?")
+                        ),
+                        _ => e
+                            .summary
+                            .as_object()
+                            .map(|o| {
+                                o.iter()
+                                    .map(|(k, v)| {
+                                        format!(
+                                            "{k}={}",
+                                            v.as_str().map_or(v.to_string(), str::to_owned)
+                                        )
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            })
+                            .unwrap_or_default(),
+                    };
+                    println!(
+                        "{:<6} {} {:<9} {what}{}",
+                        e.seq,
+                        jiff::Timestamp::from_millisecond(e.time)
+                            .map(|t| t
+                                .to_zoned(jiff::tz::TimeZone::system())
+                                .strftime("%Y-%m-%d %H:%M:%S")
+                                .to_string())
+                            .unwrap_or_default(),
+                        e.kind,
+                        if e.payload_redacted {
+                            " (payload redacted)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+            Ok(0)
+        }
+        AuditCommand::Verify => {
+            let v = audit.verify()?;
+            if out.json {
+                out.print_json(&v);
+            } else if v.ok {
+                println!(
+                    "The audit log checks out: {} entries, chain intact.",
+                    v.entries
+                );
+            } else {
+                println!(
+                    "The audit log is BROKEN at entry {}: {}",
+                    v.first_bad_seq.unwrap_or(0),
+                    v.problem.as_deref().unwrap_or("")
+                );
+            }
+            Ok(if v.ok { 0 } else { 1 })
         }
     }
 }

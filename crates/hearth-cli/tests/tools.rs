@@ -514,3 +514,190 @@ async fn no_tools_offers_none_and_tools_list_and_writable_folders_say_what_is_on
     let list = common::hearth_ok(&home, &server, &["folders", "list"]).await;
     assert_eq!(writable(&list), Some(false));
 }
+
+#[tokio::test]
+async fn when_the_trash_refuses_the_user_is_asked_again_for_a_permanent_delete() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(
+        &home,
+        &setup,
+        "docs",
+        true,
+        &[("old.txt", "old"), ("older.txt", "older")],
+    )
+    .await;
+    let work = home.root.parent().expect("tmp").to_path_buf();
+    for (file, typed, gone) in [("old.txt", "y\nn\n", false), ("older.txt", "y\ny\n", true)] {
+        let target = docs.join(file).to_string_lossy().into_owned();
+        let server = LlmServer::start(vec![
+            call("c1", "delete_file", &format!(r#"{{"path": "{target}"}}"#)),
+            answer("Done."),
+        ])
+        .await;
+        let mut cmd = chat_cmd(&home, &server, &["chat", "delete it", "--json"]);
+        cmd.env("HEARTH_TEST_FAIL_AT", "trash");
+        let (json, terminal) = on_a_terminal(cmd, typed, &work).await;
+        assert_eq!(
+            terminal.matches("Hearth wants to run a tool.").count(),
+            2,
+            "asked twice: {terminal}"
+        );
+        assert!(terminal.contains("deletes PERMANENTLY"), "{terminal}");
+        assert!(
+            terminal.contains("could not move") && terminal.contains("to the trash"),
+            "{terminal}"
+        );
+        let c = &json["tool_calls"][0];
+        assert_eq!(Path::new(&target).exists(), !gone, "{file}: {json}");
+        assert!(
+            !xdg(&home).join("Trash/files").join(file).exists(),
+            "never in the trash: the trash refused"
+        );
+        if gone {
+            assert_eq!(
+                (&c["decision"], &c["result_status"]),
+                (&"allowed".into(), &"ok".into())
+            );
+        } else {
+            assert_eq!(
+                (&c["decision"], &c["result_status"]),
+                (&"denied".into(), &"error".into())
+            );
+            let told = tool_messages(&server, 1);
+            assert!(
+                told[0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("nothing was deleted"),
+                "{told:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered_with() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(&home, &setup, "docs", true, &[]).await;
+    let work = home.root.parent().expect("tmp").to_path_buf();
+    let server = LlmServer::start(vec![
+        call("c1", "create_file", r#"{"path": "a.txt", "content": "a"}"#),
+        answer("Created."),
+    ])
+    .await;
+    let (json, terminal) = on_a_terminal(
+        chat_cmd(&home, &server, &["chat", "write a.txt", "--json"]),
+        "c\n",
+        &work,
+    )
+    .await;
+    assert!(
+        terminal.contains("[c] for this conversation, [a] always"),
+        "{terminal}"
+    );
+    assert!(docs.join("a.txt").exists());
+    let conversation = json["conversation"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
+
+    let grants = common::hearth_ok(&home, &setup, &["grants", "list", "--json"]).await;
+    assert_eq!(grants.as_array().map(Vec::len), Some(1), "{grants}");
+    assert_eq!(grants[0]["tool"], "create_file");
+    assert_eq!(grants[0]["scope"], "conversation");
+    assert_eq!(grants[0]["conversation"], conversation.as_str());
+    assert_eq!(grants[0]["origin"], "built_in");
+
+    // The grant covers the next turn of that conversation, with no one to ask.
+    let server = LlmServer::start(vec![
+        call("c2", "create_file", r#"{"path": "b.txt", "content": "b"}"#),
+        answer("Created."),
+    ])
+    .await;
+    let out = detached(
+        chat_cmd(
+            &home,
+            &server,
+            &[
+                "chat",
+                "write b.txt",
+                "--conversation",
+                &conversation,
+                "--json",
+            ],
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(json_of(&out)["tool_calls"][0]["decided_by"], "grant");
+
+    let missing = common::output(home.cmd(&setup, &["grants", "revoke", "999", "--json"])).await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(json_of(&missing)["error"]["code"], "not_found");
+    let revoked = common::hearth_ok(&home, &setup, &["grants", "revoke", "--all", "--json"]).await;
+    assert_eq!(revoked["revoked"], 1);
+    assert_eq!(
+        common::hearth_ok(&home, &setup, &["grants", "list", "--json"]).await,
+        serde_json::json!([])
+    );
+
+    let log = common::hearth_ok(&home, &setup, &["audit", "list", "--json"]).await;
+    let kinds: Vec<(&str, Option<&str>, Option<&str>)> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or(""),
+                e["tool"].as_str(),
+                e["decided_by"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("tool_call", Some("create_file"), Some("user")),
+            ("grant", Some("create_file"), None),
+            ("tool_call", Some("create_file"), Some("grant")),
+            ("grant", Some("create_file"), None),
+        ],
+        "{log}"
+    );
+    let seqs: Vec<i64> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["seq"].as_i64())
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    let verified = common::hearth_ok(&home, &setup, &["audit", "verify", "--json"]).await;
+    assert_eq!(
+        verified,
+        serde_json::json!({"ok": true, "entries": 4, "first_bad_seq": null, "problem": null})
+    );
+
+    // Someone rewrites what the third entry says was decided: found, exit 1.
+    home.store()
+        .write_blocking(|c| {
+            c.execute(
+                "UPDATE audit_log SET summary = replace(summary, '\"grant\"', '\"user\"') WHERE seq = 3",
+                [],
+            )
+        })
+        .expect("tamper");
+    let broken = common::output(home.cmd(&setup, &["audit", "verify", "--json"])).await;
+    assert_eq!(broken.status.code(), Some(1));
+    let report = json_of(&broken);
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["first_bad_seq"], 3, "{report}");
+    let text = common::output(home.cmd(&setup, &["audit", "verify"])).await;
+    assert_eq!(text.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("BROKEN at entry 3"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+}

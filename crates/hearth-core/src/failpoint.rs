@@ -47,6 +47,15 @@ pub(crate) fn panic_at(name: &str) {
     }
 }
 
+static FAIL_AT: OnceLock<Option<String>> = OnceLock::new();
+
+/// Whether an outside service is to fail at `name`, as if it were unavailable:
+/// `HEARTH_TEST_FAIL_AT` equals `name` (e.g. `trash`: the OS trash refuses). Read once.
+pub(crate) fn fails_at(name: &str) -> bool {
+    let target = FAIL_AT.get_or_init(|| std::env::var("HEARTH_TEST_FAIL_AT").ok());
+    target.as_deref() == Some(name)
+}
+
 static UNWATCHABLE: OnceLock<Option<String>> = OnceLock::new();
 
 /// Whether the OS watcher is to refuse `path`, as inotify does at its watch limit (ENOSPC):

@@ -20,6 +20,7 @@ macro_rules! internal {
     };
 }
 
+pub mod audit;
 pub mod chat;
 pub mod context;
 pub mod conversations;

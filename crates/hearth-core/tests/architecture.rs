@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("embed", 1),
     ("llm", 1),
     ("rank", 1),
+    ("audit", 1),
     ("models", 2),
     ("context", 2),
     ("conversations", 2),

@@ -146,7 +146,12 @@ pub(crate) async fn run_turn(
         }
     };
     let rows = stream::begin(ctx, &turn, prompt.user())?;
-    let mut tools = crate::tools::run::ToolRun::new(opts.tools.clone(), ctx.store.clone());
+    let mut tools = crate::tools::run::ToolRun::new(
+        opts.tools.clone(),
+        ctx.store.clone(),
+        turn.conversation.clone(),
+    );
+    tools.set_turn(&turn.text, ctx.sources.retrieval.clone());
     let streamed =
         stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_text).await?;
     finish::finish(ctx, &opts, &turn, rows, streamed)

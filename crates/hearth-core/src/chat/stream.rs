@@ -159,15 +159,9 @@ pub(super) async fn stream<'a>(
                             status = ?record.result_status,
                             "tool call"
                         );
-                        if let Some(id) = rows.answer_id {
-                            let (store, r, seq) =
-                                (ctx.store.clone(), record.clone(), tool_calls.len());
-                            tokio::task::spawn_blocking(move || {
-                                crate::tools::run::save(&store, id, seq, &r)
-                            })
-                            .await
-                            .map_err(|e| crate::Error::InvalidInput(e.to_string()))??;
-                        }
+                        tools
+                            .save(rows.answer_id, tool_calls.len(), &record)
+                            .await?;
                         messages.push(Message {
                             role: Role::Tool,
                             content: record.observation.clone(),

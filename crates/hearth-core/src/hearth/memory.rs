@@ -170,9 +170,12 @@ impl MemoryService {
         self.memories().empty_removed()
     }
 
-    /// Forgets everything, for real.
+    /// Forgets everything, for real — and every audit payload with it (the chain of
+    /// digests stays).
     pub fn forget_all(&self) -> Result<usize> {
-        self.memories().forget_all()
+        let n = self.memories().forget_all()?;
+        self.hearth.audit().forget_payloads()?;
+        Ok(n)
     }
 
     /// Forgets, for real, what was created in `[from, to)` (ms since the epoch).

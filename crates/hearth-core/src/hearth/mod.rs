@@ -177,6 +177,16 @@ impl Hearth {
         crate::tools::run::catalog(true)
     }
 
+    /// The grants the user gave tools (list, revoke).
+    pub fn grants(&self) -> crate::tools::grants::Grants {
+        crate::tools::grants::Grants::new(self.inner.store.clone())
+    }
+
+    /// The audit log of tool calls and memory changes (list, verify).
+    pub fn audit(&self) -> crate::audit::Audit {
+        crate::audit::Audit::new(self.inner.store.clone())
+    }
+
     /// The quick-prompt shortcut the user chose, if any (the shell decides what it means).
     pub fn quick_prompt_shortcut(&self) -> Result<Option<String>> {
         self.inner.store.setting(QUICK_PROMPT_SHORTCUT)

@@ -105,6 +105,30 @@ pub(crate) fn log(
             now_millis()
         ],
     )?;
+    // The audit entry: the texts only as digests keyed by the memory's own salt.
+    let salt: Option<Vec<u8>> = tx
+        .query_row(
+            "SELECT audit_salt FROM memories WHERE id = ?1",
+            [memory_id],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten();
+    let digest = |t: Option<&str>| match (&salt, t) {
+        (Some(salt), Some(t)) => serde_json::Value::String(crate::audit::text_digest(salt, t)),
+        _ => serde_json::Value::Null,
+    };
+    crate::audit::append(
+        tx,
+        &crate::audit::NewEntry {
+            kind: "memory",
+            summary: serde_json::json!({"memory": memory_id, "op": op, "actor": actor.as_str()}),
+            payload: serde_json::json!({"old_hmac": digest(old), "new_hmac": digest(new)}),
+            keep_payload: true,
+            conversation: None,
+            memory: Some(memory_id),
+        },
+    )?;
     Ok(())
 }
 
@@ -139,8 +163,9 @@ pub(crate) fn insert(
     };
     tx.execute(
         "INSERT INTO memories (id, text, norm, kind, subject, importance, pinned, critical, confidence,
-           source_kind, source_conversation, source_message, source_file, event_at, created_at, updated_at, context)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+           source_kind, source_conversation, source_message, source_file, event_at, created_at, updated_at, context,
+           audit_salt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, randomblob(16))",
         params![
             id,
             text,

@@ -129,6 +129,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tools: writable folders and tool calls",
         sql: include_str!("migrations/0022_tools.sql"),
     },
+    Migration {
+        version: 23,
+        name: "tool grants and the audit log",
+        sql: include_str!("migrations/0023_grants_audit.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -17,6 +17,7 @@
 
 pub mod builtin;
 pub mod gate;
+pub mod grants;
 pub mod paths;
 pub mod run;
 
@@ -139,6 +140,9 @@ pub struct CallRecord {
     /// What the model was told (truncated past the size limit).
     #[serde(skip)]
     pub observation: String,
+    /// The memory the call created or removed (its audit payload goes with it).
+    #[serde(skip)]
+    pub memory: Option<String>,
 }
 
 /// Tool output past this many bytes reaches the model truncated, with a note.

@@ -16,12 +16,16 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::builtin::{ALL, BuiltIn};
+use std::sync::Arc;
+
+use super::builtin::{ALL, Action, BuiltIn, Env};
 use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
+use super::grants::{Grants, Scope};
 use super::{
     CallRecord, DecidedBy, Decision, MAX_OBSERVATION_BYTES, Origin, ResultStatus, Risk, ToolInfo,
     truncate_observation,
 };
+use crate::context::RetrievalSource;
 use crate::folders::Folders;
 use crate::store::Store;
 use crate::types::{ToolCall, ToolSpec};
@@ -53,20 +57,38 @@ pub struct ToolRun {
     untrusted: Option<String>,
     /// Passages of watched folders in the prompt (their words, lowercased).
     passages: Vec<Vec<String>>,
-    /// Tools the user allowed for the rest of the run.
+    /// Tools the user allowed for the rest of the run (a temporary chat's grants live
+    /// here only).
     granted: HashSet<String>,
+    /// The conversation (`None`: a temporary chat, of which nothing is stored).
+    conversation: Option<String>,
+    grants: Grants,
+    /// The folder search `search_documents` uses.
+    retrieval: Option<Arc<dyn RetrievalSource>>,
+    /// The user's message says "remember …" (then `remember` runs unasked).
+    user_asked_to_remember: bool,
 }
 
 impl ToolRun {
-    pub fn new(settings: ToolSettings, store: Store) -> Self {
+    pub fn new(settings: ToolSettings, store: Store, conversation: Option<String>) -> Self {
         Self {
             settings,
+            grants: Grants::new(store.clone()),
             store,
             seen: HashSet::new(),
             untrusted: None,
             passages: Vec::new(),
             granted: HashSet::new(),
+            conversation,
+            retrieval: None,
+            user_asked_to_remember: false,
         }
+    }
+
+    /// The user's message of the turn, and the folder search the tools may use.
+    pub fn set_turn(&mut self, message: &str, retrieval: Option<Arc<dyn RetrievalSource>>) {
+        self.user_asked_to_remember = asks_to_remember(message);
+        self.retrieval = retrieval;
     }
 
     pub fn settings(&self) -> &ToolSettings {
@@ -114,6 +136,7 @@ impl ToolRun {
             escalated: false,
             result_status: ResultStatus::NotRun,
             observation: String::new(),
+            memory: None,
         };
         let Some(tool) = tool.filter(|_| self.settings.enabled) else {
             record.observation = format!(
@@ -146,6 +169,12 @@ impl ToolRun {
                 return record;
             }
         };
+        let folders = Env {
+            folders,
+            store: self.store.clone(),
+            conversation: self.conversation.clone(),
+            retrieval: self.retrieval.clone(),
+        };
         let action = {
             let (args, folders) = (arguments.clone(), folders.clone());
             match tokio::task::spawn_blocking(move || tool.prepare(&args, &folders)).await {
@@ -160,6 +189,13 @@ impl ToolRun {
                 return record;
             }
         };
+        if let Action::Forget(m) = &action {
+            record.memory = Some(m.id.clone());
+        }
+        // `remember` runs unasked only for the user's own "remember that …" (not an
+        // instruction, not after untrusted text).
+        let asked_to_remember = matches!(&action, Action::Remember(m)
+            if m.kind != crate::memory::Kind::Instruction && self.user_asked_to_remember);
         // The gate.
         let risk = tool.risk();
         let quoted = self.quotes_a_passage(&arguments);
@@ -171,10 +207,11 @@ impl ToolRun {
         record.escalated = escalated_by.is_some();
         let decided: Result<DecidedBy, (DecidedBy, Option<String>)> = match risk {
             Risk::Read => Ok(DecidedBy::Auto),
+            Risk::Write if escalated_by.is_none() && asked_to_remember => Ok(DecidedBy::Auto),
             Risk::Write if escalated_by.is_none() && self.settings.allow_writes => {
                 Ok(DecidedBy::AllowWrites)
             }
-            Risk::Write if escalated_by.is_none() && self.granted.contains(tool.name()) => {
+            Risk::Write if escalated_by.is_none() && self.is_granted(tool.name()).await => {
                 Ok(DecidedBy::Grant)
             }
             _ => {
@@ -198,7 +235,8 @@ impl ToolRun {
                         _ => "it changes files, and you have not allowed this tool".into(),
                     },
                     escalated_by: escalated_by.clone(),
-                    offers_always: risk != Risk::Destructive,
+                    // A temporary chat stores nothing, so it offers no lasting grant.
+                    offers_always: risk != Risk::Destructive && self.conversation.is_some(),
                 };
                 self.ask(&request, risk).await
             }
@@ -255,11 +293,60 @@ impl ToolRun {
                 return record;
             }
         };
-        let Some(output) = output else {
+        let Some(mut output) = output else {
             record.result_status = ResultStatus::Error;
             record.observation = format!("Error: {} failed unexpectedly.", tool.name());
             return record;
         };
+        // The trash refused: never a silent hard delete. The user is asked again, for a
+        // permanent delete this time.
+        if let Some(permanent) = output.trash_failed.take() {
+            let request = ConsentRequest {
+                call_id: call.id.clone(),
+                tool: tool.name().into(),
+                origin: Origin::BuiltIn,
+                risk: Risk::Destructive,
+                arguments: escape_for_display(
+                    &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
+                ),
+                preview: permanent.preview().map(|p| escape_for_display(&p)),
+                reason: format!(
+                    "{}; deleting permanently instead cannot be undone",
+                    output.text
+                ),
+                escalated_by: None,
+                offers_always: false,
+            };
+            match self.ask(&request, Risk::Destructive).await {
+                Ok(by) => {
+                    record.decided_by = by;
+                    let folders = folders.clone();
+                    match tokio::task::spawn_blocking(move || permanent.execute(&folders)).await {
+                        Ok(o) => output = o,
+                        Err(_) => {
+                            record.result_status = ResultStatus::Error;
+                            record.observation =
+                                format!("Error: {} failed unexpectedly.", tool.name());
+                            return record;
+                        }
+                    }
+                }
+                Err((by, _)) => {
+                    record.decision = Decision::Denied;
+                    record.decided_by = by;
+                    record.result_status = ResultStatus::Error;
+                    record.observation = format!(
+                        "Error: {}. The user did not approve deleting it permanently, so \
+                         nothing was deleted.",
+                        output.text
+                    );
+                    return record;
+                }
+            }
+        }
+        if output.memory.is_some() {
+            record.memory = output.memory.clone();
+        }
         record.result_status = if output.ok {
             ResultStatus::Ok
         } else {
@@ -307,12 +394,72 @@ impl ToolRun {
             Answer::AllowConversation | Answer::AllowAlways => {
                 if risk != Risk::Destructive {
                     self.granted.insert(request.tool.clone());
+                    let scope = match answer {
+                        Answer::AllowAlways => Scope::Always,
+                        _ => Scope::Conversation,
+                    };
+                    // A temporary chat's grant stays in the run; a saved one is stored.
+                    if self.conversation.is_some() {
+                        let (grants, tool, origin, conversation) = (
+                            self.grants.clone(),
+                            request.tool.clone(),
+                            request.origin.clone(),
+                            self.conversation.clone(),
+                        );
+                        let stored = tokio::task::spawn_blocking(move || {
+                            grants.add(&tool, &origin, risk, scope, conversation.as_deref())
+                        })
+                        .await;
+                        if !matches!(stored, Ok(Ok(()))) {
+                            tracing::warn!(tool = %request.tool, "a grant could not be stored");
+                        }
+                    }
                 }
                 Ok(DecidedBy::User)
             }
             Answer::Deny(reason) => Err((DecidedBy::User, reason)),
             Answer::NoSurface => Err((DecidedBy::PolicyNoTty, None)),
         }
+    }
+
+    /// Whether the user granted `tool` in this run, this conversation, or always.
+    async fn is_granted(&self, tool: &str) -> bool {
+        if self.granted.contains(tool) {
+            return true;
+        }
+        let (grants, tool, conversation) = (
+            self.grants.clone(),
+            tool.to_owned(),
+            self.conversation.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            grants.covers(&tool, &Origin::BuiltIn, conversation.as_deref())
+        })
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or(false)
+    }
+
+    /// Stores `record` as call `seq` of answer `message_id` (none in a temporary chat)
+    /// and appends its audit entry, in one transaction. A temporary chat's entry keeps no
+    /// payload.
+    pub async fn save(
+        &self,
+        message_id: Option<i64>,
+        seq: usize,
+        record: &CallRecord,
+    ) -> crate::Result<()> {
+        let (store, r, conversation) = (
+            self.store.clone(),
+            record.clone(),
+            self.conversation.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            save(&store, message_id, conversation.as_deref(), seq, &r)
+        })
+        .await
+        .map_err(|e| crate::Error::InvalidInput(e.to_string()))?
     }
 
     async fn folders(&self) -> crate::Result<Vec<crate::folders::Folder>> {
@@ -351,6 +498,20 @@ impl ToolRun {
     }
 }
 
+/// Whether `message` asks, in the user's own words, to remember something: "remember
+/// that …", "please remember: …", "remember my …".
+pub fn asks_to_remember(message: &str) -> bool {
+    let m = message.to_lowercase();
+    let w = words(&m);
+    w.iter().enumerate().any(|(i, word)| {
+        word == "remember"
+            && (i == 0 || matches!(w[i - 1].as_str(), "please" | "pls" | "to" | "and" | "also"))
+            && w.get(i + 1)
+                .is_some_and(|next| next != "when" && next != "if")
+    }) && !m.contains("do you remember")
+        && !m.trim_end().ends_with('?')
+}
+
 fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
         Value::String(s) => out.push(s),
@@ -382,11 +543,49 @@ pub fn canonical_json(v: &Value) -> String {
     sorted(v).to_string()
 }
 
-/// Stores `record` as call `seq` of answer `message_id`.
-pub fn save(store: &Store, message_id: i64, seq: usize, record: &CallRecord) -> crate::Result<()> {
+/// The start of a call's result an audit payload keeps.
+const AUDIT_RESULT_CHARS: usize = 300;
+
+/// Stores `record` as call `seq` of answer `message_id` (when there is one) with its audit
+/// entry, in one transaction.
+fn save(
+    store: &Store,
+    message_id: Option<i64>,
+    conversation: Option<&str>,
+    seq: usize,
+    record: &CallRecord,
+) -> crate::Result<()> {
     let r = record.clone();
+    let conversation = conversation.map(str::to_owned);
     store.write_blocking(move |c| {
-        c.execute(
+        let tx = c.transaction()?;
+        crate::audit::append(
+            &tx,
+            &crate::audit::NewEntry {
+                kind: "tool_call",
+                summary: serde_json::json!({
+                    "tool": r.tool,
+                    "origin": r.origin.label(),
+                    "risk": r.risk.as_str(),
+                    "decision": enum_text(&r.decision),
+                    "decided_by": enum_text(&r.decided_by),
+                    "escalated": r.escalated,
+                    "result_status": enum_text(&r.result_status),
+                }),
+                payload: serde_json::json!({
+                    "call_id": r.id,
+                    "arguments": r.arguments,
+                    "result": r.observation.chars().take(AUDIT_RESULT_CHARS).collect::<String>(),
+                }),
+                keep_payload: conversation.is_some(),
+                conversation: conversation.as_deref(),
+                memory: r.memory.as_deref(),
+            },
+        )?;
+        let Some(message_id) = message_id else {
+            return tx.commit();
+        };
+        tx.execute(
             "INSERT INTO tool_calls (message_id, call_id, seq, tool, origin, risk, arguments,
                 decision, decided_by, escalated, result_status, result, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -405,8 +604,8 @@ pub fn save(store: &Store, message_id: i64, seq: usize, record: &CallRecord) -> 
                 r.observation,
                 crate::time::now_millis(),
             ],
-        )
-        .map(|_| ())
+        )?;
+        tx.commit()
     })
 }
 
@@ -415,4 +614,30 @@ fn enum_text<T: serde::Serialize>(v: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_to_remember;
+
+    #[test]
+    fn only_the_users_own_request_counts_as_asking_to_remember() {
+        for yes in [
+            "Remember that I take my coffee black",
+            "please remember: my sister is Ana",
+            "ok, and remember my badge number is 41",
+            "I want you to remember I'm vegetarian",
+        ] {
+            assert!(asks_to_remember(yes), "{yes}");
+        }
+        for no in [
+            "Do you remember my sister's name?",
+            "what did I ask you to remember?",
+            "I can't remember when the meeting is",
+            "summarise the file",
+            "remember when we went to Lisbon",
+        ] {
+            assert!(!asks_to_remember(no), "{no}");
+        }
+    }
 }
