@@ -603,7 +603,7 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
         .expect("conversation")
         .to_owned();
 
-    let grants = common::hearth_ok(&home, &setup, &["grants", "list", "--json"]).await;
+    let grants = common::hearth_ok(&home, &setup, &["grants", "list"]).await;
     assert_eq!(grants.as_array().map(Vec::len), Some(1), "{grants}");
     assert_eq!(grants[0]["tool"], "create_file");
     assert_eq!(grants[0]["scope"], "conversation");
@@ -636,14 +636,14 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
     let missing = common::output(home.cmd(&setup, &["grants", "revoke", "999", "--json"])).await;
     assert_eq!(missing.status.code(), Some(1));
     assert_eq!(json_of(&missing)["error"]["code"], "not_found");
-    let revoked = common::hearth_ok(&home, &setup, &["grants", "revoke", "--all", "--json"]).await;
+    let revoked = common::hearth_ok(&home, &setup, &["grants", "revoke", "--all"]).await;
     assert_eq!(revoked["revoked"], 1);
     assert_eq!(
-        common::hearth_ok(&home, &setup, &["grants", "list", "--json"]).await,
+        common::hearth_ok(&home, &setup, &["grants", "list"]).await,
         serde_json::json!([])
     );
 
-    let log = common::hearth_ok(&home, &setup, &["audit", "list", "--json"]).await;
+    let log = common::hearth_ok(&home, &setup, &["audit", "list"]).await;
     let kinds: Vec<(&str, Option<&str>, Option<&str>)> = log
         .as_array()
         .expect("entries")
@@ -659,8 +659,9 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
     assert_eq!(
         kinds,
         vec![
-            ("tool_call", Some("create_file"), Some("user")),
+            // The grant is stored as the user answers, before the call runs.
             ("grant", Some("create_file"), None),
+            ("tool_call", Some("create_file"), Some("user")),
             ("tool_call", Some("create_file"), Some("grant")),
             ("grant", Some("create_file"), None),
         ],
@@ -673,7 +674,7 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
         .filter_map(|e| e["seq"].as_i64())
         .collect();
     assert_eq!(seqs, vec![1, 2, 3, 4]);
-    let verified = common::hearth_ok(&home, &setup, &["audit", "verify", "--json"]).await;
+    let verified = common::hearth_ok(&home, &setup, &["audit", "verify"]).await;
     assert_eq!(
         verified,
         serde_json::json!({"ok": true, "entries": 4, "first_bad_seq": null, "problem": null})
@@ -699,5 +700,68 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
         String::from_utf8_lossy(&text.stdout).contains("BROKEN at entry 3"),
         "{}",
         String::from_utf8_lossy(&text.stdout)
+    );
+}
+
+#[tokio::test]
+async fn search_documents_returns_cited_passages_as_data_and_a_write_after_it_asks() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(
+        &home,
+        &setup,
+        "docs",
+        true,
+        &[(
+            "printer.md",
+            "# Printer\n\n## Errors\n\nPRN-7731 means the toner is loose: reseat the toner.\n",
+        )],
+    )
+    .await;
+    common::hearth_ok(&home, &setup, &["index", "--wait"]).await;
+    let server = LlmServer::start(vec![
+        call("c1", "search_documents", r#"{"query": "PRN-7731 toner"}"#),
+        call(
+            "c2",
+            "create_file",
+            r#"{"path": "fix.txt", "content": "reseat the toner"}"#,
+        ),
+        answer("Reseat the toner [1]."),
+    ])
+    .await;
+    // A message about something else, so the engine's own retrieval adds nothing the
+    // search's result could be confused with.
+    let out = detached(
+        chat_cmd(
+            &home,
+            &server,
+            &[
+                "chat",
+                "look it up and note the fix",
+                "--allow-writes",
+                "--json",
+            ],
+        ),
+        None,
+    )
+    .await;
+    let json = json_of(&out);
+    let calls = &json["tool_calls"];
+    assert_eq!(calls[0]["decided_by"], "auto", "{json}");
+    assert_eq!(calls[0]["result_status"], "ok");
+    // The passages are outside text: the write after them asks, even with --allow-writes.
+    assert_eq!(calls[1]["escalated"], true, "{json}");
+    assert_eq!(calls[1]["decided_by"], "policy_no_tty");
+    assert!(!docs.join("fix.txt").exists());
+    let told = tool_messages(&server, 1);
+    let result = told[0]["content"].as_str().unwrap_or("");
+    assert!(
+        result.starts_with("<data source=\"search_documents\">"),
+        "{result}"
+    );
+    assert!(result.contains("printer.md"), "{result}");
+    assert!(
+        result.contains("PRN-7731 means the toner is loose"),
+        "{result}"
     );
 }
