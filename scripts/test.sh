@@ -27,6 +27,8 @@ fi
 
 # The local embedding model (installed by scripts/setup.sh test; a no-op when present).
 export HEARTH_EMBED_MODEL_DIR=${HEARTH_EMBED_MODEL_DIR:-$(scripts/fetch-model.sh)}
+# The prompt-injection corpus the tool-gate tests feed through tools (bastioncorpus, PyPI).
+export HEARTH_INJECTION_CORPUS=${HEARTH_INJECTION_CORPUS:-$(scripts/fetch-corpus.sh)}
 
 # One build of everything (libraries, binaries, tests, benches in the dev profile) under one
 # feature resolution: every later cargo command below selects the same packages with dev

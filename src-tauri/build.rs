@@ -16,6 +16,11 @@ const WINDOWS: &[(&str, &str, &str)] = &[
         "The main window: chat, providers, status, settings, and opening the quick prompt.",
     ),
     (
+        "consent",
+        "consent-window",
+        "The consent window: the questions before a tool runs, and Hearth's proposed changes to protected memories; the only window that may answer them.",
+    ),
+    (
         "quick",
         "quick-window",
         "The quick-prompt window: ask one question, stop it, hide itself, open the answer in the main window.",

@@ -324,21 +324,21 @@ pub const COMMANDS: &[Command] = &[
         name: "list_memory_proposals",
         args: None,
         result: "Vec<MemoryProposalDto>",
-        windows: &["main"],
+        windows: &["main", "consent"],
     },
     Command {
         module: "memory_cmd",
         name: "accept_memory_proposal",
         args: Some("IdArgs"),
         result: "()",
-        windows: &["main"],
+        windows: &["main", "consent"],
     },
     Command {
         module: "memory_cmd",
         name: "reject_memory_proposal",
         args: Some("IdArgs"),
         result: "()",
-        windows: &["main"],
+        windows: &["main", "consent"],
     },
     Command {
         module: "memory_cmd",
@@ -423,5 +423,20 @@ pub const COMMANDS: &[Command] = &[
         args: Some("OpenSourceArgs"),
         result: "()",
         windows: &["main"],
+    },
+    Command {
+        module: "tools_cmd",
+        name: "list_consent_requests",
+        args: None,
+        result: "Vec<ConsentRequestDto>",
+        windows: &["consent"],
+    },
+    // The only command that approves a tool call: the consent window alone may call it.
+    Command {
+        module: "tools_cmd",
+        name: "answer_consent",
+        args: Some("AnswerConsentArgs"),
+        result: "bool",
+        windows: &["consent"],
     },
 ];

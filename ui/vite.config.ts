@@ -19,7 +19,7 @@ function unlinkDependencyDocs(): Plugin {
   };
 }
 
-// Two HTML entry points: the main window and the quick-prompt window.
+// Three HTML entry points: the main window, the quick-prompt window and the consent window.
 // `vite build` -> dist/ (what Tauri ships); `vite build --mode mock --outDir dist-mock`
 // -> the same app with a fake core, for browser tests.
 export default defineConfig(({ mode }) => ({
@@ -44,6 +44,7 @@ export default defineConfig(({ mode }) => ({
       input: {
         main: resolve(root, 'index.html'),
         quick: resolve(root, 'quick.html'),
+        consent: resolve(root, 'consent.html'),
       },
     },
   },

@@ -178,6 +178,10 @@ fn start_turn<R: Runtime>(
 ) -> Result<SendResultDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
     let slots = hearth.providers().for_chat(None, None)?;
+    // Tools on, asking through the consent window (whichever window started the turn).
+    let consent: std::sync::Arc<dyn hearth_core::tools::gate::Consent> = state.consent.clone();
+    let mut options = options;
+    options.tools = hearth_core::tools::gate::ToolSettings::new(Some(consent));
     let turn_id = state.next_turn.fetch_add(1, Ordering::Relaxed);
     let cancel = CancellationToken::new();
     if let Ok(mut turns) = state.turns.lock() {

@@ -9,6 +9,7 @@ mod memory_cmd;
 mod providers_cmd;
 mod shortcut;
 mod state;
+mod tools_cmd;
 mod tray;
 mod windows;
 
@@ -71,6 +72,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 downloading_model: std::sync::atomic::AtomicBool::new(false),
                 jobs: Mutex::new(None),
                 watching: Mutex::new(None),
+                consent: std::sync::Arc::new(windows::consent_queue(&handle)),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {

@@ -26,6 +26,8 @@ pub struct AppState {
     pub jobs: Mutex<Option<hearth_core::RunningJobs>>,
     /// The folder watcher, while the app runs.
     pub watching: Mutex<Option<hearth_core::WatchingFolders>>,
+    /// The questions tool calls wait on; the consent window shows and answers them.
+    pub consent: std::sync::Arc<hearth_core::tools::gate::ConsentQueue>,
 }
 
 impl AppState {

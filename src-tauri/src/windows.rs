@@ -9,6 +9,8 @@ use tauri::{
 
 pub const MAIN: &str = "main";
 pub const QUICK: &str = "quick";
+/// The consent window: the only one that may answer a tool's request.
+pub const CONSENT: &str = "consent";
 
 /// Whether `url` is the app's own page: the bundled UI (`tauri://localhost`, or
 /// `http(s)://tauri.localhost` on Windows) or, in a dev build, the dev server. A window
@@ -64,9 +66,46 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Re
         .skip_taskbar(true)
         .visible(false)
         .center()
+        .data_directory(webview_dir.clone())
+        .build()?;
+    // Renders no model Markdown: only the request, as text.
+    guarded(app, CONSENT, "consent.html")
+        .title("Hearth — allow this action?")
+        .inner_size(620.0, 640.0)
+        .min_inner_size(480.0, 420.0)
+        .always_on_top(true)
+        .visible(false)
+        .center()
         .data_directory(webview_dir)
         .build()?;
     Ok(())
+}
+
+/// The queue tool calls wait on: each change brings the consent window forward (or hides
+/// it when nothing is left) and tells it to reload the questions.
+pub fn consent_queue<R: Runtime>(app: &AppHandle<R>) -> hearth_core::tools::gate::ConsentQueue {
+    let app = app.clone();
+    hearth_core::tools::gate::ConsentQueue::new(move |pending| {
+        use tauri::Emitter;
+        let _ = app.emit_to(
+            tauri::EventTarget::webview_window(CONSENT),
+            "consent_changed",
+            pending.len(),
+        );
+        let Some(w) = app.get_webview_window(CONSENT) else {
+            return;
+        };
+        let shown = if pending.is_empty() {
+            w.hide()
+        } else {
+            w.show()
+                .and_then(|()| w.unminimize())
+                .and_then(|()| w.set_focus())
+        };
+        if let Err(e) = shown {
+            tracing::warn!(error = %e, "could not show or hide the consent window");
+        }
+    })
 }
 
 /// Shows, un-minimises and focuses the main window.
@@ -105,6 +144,12 @@ pub fn hide_quick_prompt<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
     if let WindowEvent::CloseRequested { api, .. } = event {
         api.prevent_close();
+        // Closing the consent window is a "no" to what it asks.
+        if window.label() == CONSENT
+            && let Some(state) = window.try_state::<crate::state::AppState>()
+        {
+            state.consent.deny_all();
+        }
         if let Err(e) = window.hide() {
             tracing::warn!(error = %e, "could not hide window");
         }

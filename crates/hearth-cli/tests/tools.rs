@@ -765,3 +765,187 @@ async fn search_documents_returns_cited_passages_as_data_and_a_write_after_it_as
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn a_read_is_retried_after_a_system_error_and_a_write_never_is() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(&home, &setup, "docs", true, &[("a.txt", "alpha")]).await;
+    // The first two passes of any tool fail with a system error, then it works.
+    let server = LlmServer::start(vec![
+        call("c1", "read_file", r#"{"path": "a.txt"}"#),
+        answer("It says alpha."),
+    ])
+    .await;
+    let mut cmd = chat_cmd(&home, &server, &["chat", "read a.txt", "--json"]);
+    cmd.env("HEARTH_TEST_FAIL_TIMES", "tool_io:2");
+    let json = json_of(&detached(cmd, None).await);
+    assert_eq!(json["tool_calls"][0]["result_status"], "ok", "{json}");
+    assert!(
+        tool_messages(&server, 1)[0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("alpha")
+    );
+
+    let server = LlmServer::start(vec![
+        call("c2", "create_file", r#"{"path": "b.txt", "content": "b"}"#),
+        answer("That failed."),
+    ])
+    .await;
+    let mut cmd = chat_cmd(
+        &home,
+        &server,
+        &["chat", "write b.txt", "--allow-writes", "--json"],
+    );
+    cmd.env("HEARTH_TEST_FAIL_TIMES", "tool_io:1");
+    let json = json_of(&detached(cmd, None).await);
+    let c = &json["tool_calls"][0];
+    assert_eq!(
+        (&c["decision"], &c["result_status"]),
+        (&"allowed".into(), &"error".into()),
+        "{json}"
+    );
+    assert!(
+        !docs.join("b.txt").exists(),
+        "one failure, no second attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_tool_times_out_into_an_error_the_model_is_told() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    folder(&home, &setup, "docs", false, &[("a.txt", "alpha")]).await;
+    let server = LlmServer::start(vec![
+        call("c1", "read_file", r#"{"path": "a.txt"}"#),
+        answer("It did not answer."),
+    ])
+    .await;
+    let mut cmd = chat_cmd(&home, &server, &["chat", "read a.txt", "--json"]);
+    cmd.env("HEARTH_TEST_DELAY_AT", "tool_execute:2000")
+        .env("HEARTH_TOOL_TIMEOUT_MS", "100");
+    let out = detached(cmd, None).await;
+    assert!(out.status.success());
+    let json = json_of(&out);
+    assert_eq!(json["tool_calls"][0]["result_status"], "timeout", "{json}");
+    assert_eq!(json["stop_reason"], "answer");
+    let told = tool_messages(&server, 1);
+    assert!(
+        told[0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("did not finish"),
+        "{told:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_crash_mid_run_keeps_the_calls_made_and_leaves_a_consistent_answer() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    folder(&home, &setup, "docs", true, &[("a.txt", "alpha")]).await;
+    let server = LlmServer::start(vec![
+        call("c1", "read_file", r#"{"path": "a.txt"}"#),
+        call("c2", "current_time", "{}"),
+        answer("never"),
+    ])
+    .await;
+    let mut cmd = chat_cmd(&home, &server, &["chat", "read a.txt", "--json"]);
+    cmd.env("HEARTH_TEST_CRASH_AT", "tool_saved");
+    let out = detached(cmd, None).await;
+    assert!(!out.status.success(), "killed mid-run");
+    // The next process finds the call that ended, and the answer no longer streaming.
+    let list = common::hearth_ok(&home, &setup, &["conversations", "list"]).await;
+    let id = list[0]["id"].as_str().expect("conversation").to_owned();
+    let shown = common::hearth_ok(&home, &setup, &["conversations", "show", &id]).await;
+    let states: Vec<&str> = shown
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["state"].as_str())
+        .collect();
+    assert!(!states.contains(&"streaming"), "{shown}");
+    assert!(
+        states.contains(&"interrupted") || states.contains(&"failed"),
+        "{shown}"
+    );
+    let calls: Vec<(String, String)> = home
+        .store()
+        .read_blocking(|c| {
+            let mut stmt = c.prepare("SELECT tool, result_status FROM tool_calls ORDER BY seq")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .expect("calls");
+    assert_eq!(calls, vec![("read_file".to_owned(), "ok".to_owned())]);
+    let verified = common::hearth_ok(&home, &setup, &["audit", "verify"]).await;
+    assert_eq!(verified["ok"], true);
+    assert_eq!(verified["entries"], 1);
+}
+
+#[tokio::test]
+async fn a_write_quoting_a_retrieved_passage_asks_and_one_that_does_not_keeps_its_grant() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let passage =
+        "Quarterly plan: move the backup drive to the office safe every Friday before noon.";
+    let docs = folder(
+        &home,
+        &setup,
+        "docs",
+        true,
+        &[("plan.md", &format!("# Plan\n\n{passage}\n"))],
+    )
+    .await;
+    common::hearth_ok(&home, &setup, &["index", "--wait"]).await;
+    // The engine retrieves the passage for this message; the model then writes twice.
+    let server = LlmServer::start(vec![
+        call(
+            "c1",
+            "create_file",
+            r#"{"path": "todo.txt", "content": "Buy milk and call the plumber."}"#,
+        ),
+        call(
+            "c2",
+            "create_file",
+            &format!(r#"{{"path": "copy.txt", "content": "{passage}"}}"#),
+        ),
+        answer("Done."),
+    ])
+    .await;
+    let out = detached(
+        chat_cmd(
+            &home,
+            &server,
+            &[
+                "chat",
+                "what is the quarterly plan for the backup drive",
+                "--allow-writes",
+                "--json",
+            ],
+        ),
+        None,
+    )
+    .await;
+    let json = json_of(&out);
+    assert!(
+        json["sources"].as_array().is_some_and(|s| !s.is_empty()),
+        "the passage was retrieved: {json}"
+    );
+    let calls = &json["tool_calls"];
+    // Not quoting the passage: the user's --allow-writes holds.
+    assert_eq!(
+        (&calls[0]["decided_by"], &calls[0]["escalated"]),
+        (&"allow_writes".into(), &false.into()),
+        "{json}"
+    );
+    assert!(docs.join("todo.txt").exists());
+    // Quoting 8+ words of it in a row: escalated, asked (no one here: denied).
+    assert_eq!(
+        (&calls[1]["decided_by"], &calls[1]["escalated"]),
+        (&"policy_no_tty".into(), &true.into()),
+        "{json}"
+    );
+    assert!(!docs.join("copy.txt").exists());
+}

@@ -56,6 +56,31 @@ pub(crate) fn fails_at(name: &str) -> bool {
     target.as_deref() == Some(name)
 }
 
+static FAIL_TIMES: OnceLock<Option<(String, std::sync::atomic::AtomicUsize)>> = OnceLock::new();
+
+/// Whether `name` is to fail this time: `HEARTH_TEST_FAIL_TIMES=<name>:<n>` fails its first
+/// `n` passes, then lets it through (a transient failure). Read once.
+pub(crate) fn fails_times(name: &str) -> bool {
+    let target = FAIL_TIMES.get_or_init(|| {
+        let v = std::env::var("HEARTH_TEST_FAIL_TIMES").ok()?;
+        let (point, n) = v.rsplit_once(':')?;
+        Some((
+            point.to_owned(),
+            std::sync::atomic::AtomicUsize::new(n.trim().parse().ok()?),
+        ))
+    });
+    match target {
+        Some((point, left)) if point == name => left
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok(),
+        _ => false,
+    }
+}
+
 static UNWATCHABLE: OnceLock<Option<String>> = OnceLock::new();
 
 /// Whether the OS watcher is to refuse `path`, as inotify does at its watch limit (ENOSPC):

@@ -138,8 +138,30 @@ async fn turn_saying(
     conversation: Option<&str>,
     temporary: bool,
 ) -> (hearth_core::chat::TurnOutcome, LlmServer) {
-    let server = LlmServer::start(replies).await;
     let consent: Arc<dyn Consent> = user.clone();
+    let settings = ToolSettings::new(Some(consent));
+    run_turn(
+        s,
+        message,
+        replies,
+        settings,
+        conversation,
+        temporary,
+        &CancellationToken::new(),
+    )
+    .await
+}
+
+async fn run_turn(
+    s: &Setup,
+    message: &str,
+    replies: Vec<Reply>,
+    tools: ToolSettings,
+    conversation: Option<&str>,
+    temporary: bool,
+    cancel: &CancellationToken,
+) -> (hearth_core::chat::TurnOutcome, LlmServer) {
+    let server = LlmServer::start(replies).await;
     let outcome = s
         .hearth
         .chat(
@@ -148,10 +170,10 @@ async fn turn_saying(
                 message: message.into(),
                 conversation: conversation.map(str::to_owned),
                 temporary,
-                tools: ToolSettings::new(Some(consent)),
+                tools,
                 ..ChatOptions::default()
             },
-            &CancellationToken::new(),
+            cancel,
             |_| {},
         )
         .await
@@ -685,4 +707,294 @@ async fn remember_runs_unasked_only_at_the_users_word_and_an_approved_forget_is_
         .expect("removed");
     assert_eq!(removed.len(), 1, "restorable from Recently removed");
     s.hearth.memory().restore(&removed[0].id).expect("restore");
+}
+
+#[tokio::test]
+async fn a_stop_while_the_user_is_asked_means_no_tool_starts_after_it() {
+    let s = setup(&[("a.txt", "a"), ("b.txt", "b")]);
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    // The user presses stop while the question is open, then (too late) says yes.
+    let user = User::with_hook(vec![Answer::AllowOnce], Box::new(move |_| stop.cancel()));
+    let consent: Arc<dyn Consent> = user.clone();
+    let (outcome, server) = run_turn(
+        &s,
+        "delete both",
+        vec![
+            stream(tool_call_stream(&[
+                ("c1", "delete_file", r#"{"path": "a.txt"}"#),
+                ("c2", "delete_file", r#"{"path": "b.txt"}"#),
+                ("c3", "current_time", "{}"),
+            ])),
+            done(),
+        ],
+        ToolSettings::new(Some(consent)),
+        None,
+        false,
+        &cancel,
+    )
+    .await;
+    assert_eq!(user.asked().len(), 1, "the second delete is never asked");
+    let statuses: Vec<_> = outcome.tool_calls.iter().map(|c| c.result_status).collect();
+    assert_eq!(statuses, vec![ResultStatus::Cancelled; 3]);
+    assert!(s.docs.join("a.txt").exists() && s.docs.join("b.txt").exists());
+    assert_eq!(
+        outcome.stop_reason,
+        hearth_core::chat::StopReason::Cancelled
+    );
+    assert_eq!(server.seen().len(), 1, "the model is not called again");
+}
+
+#[tokio::test]
+async fn time_waiting_for_consent_does_not_count_and_a_run_out_of_time_still_answers() {
+    let s = setup(&[]);
+    // A run may take 1 s of its own; the user takes 1.5 s to answer: the run goes on.
+    let user = User::with_hook(
+        vec![Answer::AllowOnce],
+        Box::new(|_| std::thread::sleep(std::time::Duration::from_millis(1500))),
+    );
+    let consent: Arc<dyn Consent> = user.clone();
+    let mut settings = ToolSettings::new(Some(consent));
+    settings.run_timeout = std::time::Duration::from_secs(1);
+    let (outcome, server) = run_turn(
+        &s,
+        "note it",
+        vec![
+            call(
+                "c1",
+                "create_file",
+                serde_json::json!({"path": "a.txt", "content": "a"}),
+            ),
+            call("c2", "current_time", serde_json::json!({})),
+            done(),
+        ],
+        settings,
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(outcome.stop_reason, hearth_core::chat::StopReason::Answer);
+    assert_eq!(outcome.tool_calls.len(), 2);
+    assert_eq!(server.seen().len(), 3);
+    assert!(s.docs.join("a.txt").exists());
+
+    // No time at all: after the first step the model is asked for its answer, without
+    // tools, and the turn ends with that answer.
+    let mut settings = ToolSettings::new(None);
+    settings.run_timeout = std::time::Duration::ZERO;
+    let (outcome, server) = run_turn(
+        &s,
+        "what time is it",
+        vec![
+            call("c3", "current_time", serde_json::json!({})),
+            stream(text_stream(&["It is late."], None)),
+        ],
+        settings,
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(outcome.stop_reason, hearth_core::chat::StopReason::Timeout);
+    assert_eq!(outcome.answer, "It is late.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen[1]
+            .body
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+    );
+    assert!(
+        seen[1]
+            .body
+            .to_string()
+            .contains("The time for tool calls in this turn is up")
+    );
+}
+
+#[tokio::test]
+async fn reads_of_one_step_come_back_in_order_each_with_its_own_result() {
+    let s = setup(&[("a.txt", "alpha"), ("b.txt", "beta")]);
+    std::fs::create_dir(s.docs.join("sub")).expect("mkdir");
+    std::fs::write(s.docs.join("sub/c.txt"), "gamma").expect("write");
+    let nobody = User::new(vec![]);
+    let (outcome, server) = turn(
+        &s,
+        vec![
+            stream(tool_call_stream(&[
+                ("r1", "read_file", r#"{"path": "b.txt"}"#),
+                ("r2", "list_directory", r#"{"path": "sub"}"#),
+                ("r3", "read_file", r#"{"path": "a.txt"}"#),
+                ("w1", "create_file", r#"{"path": "d.txt", "content": "d"}"#),
+            ])),
+            done(),
+        ],
+        &nobody,
+        None,
+        false,
+    )
+    .await;
+    let ids: Vec<_> = outcome.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, vec!["r1", "r2", "r3", "w1"]);
+    let body = &server.seen()[1].body["messages"];
+    let tool_msgs: Vec<(String, String)> = body
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                m["content"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(tool_msgs[0].0, "r1");
+    assert!(tool_msgs[0].1.contains("beta"));
+    assert!(tool_msgs[1].1.contains("c.txt"));
+    assert!(tool_msgs[2].1.contains("alpha"));
+    // The write after the reads saw their untrusted output: escalated.
+    assert!(outcome.tool_calls[3].escalated);
+}
+
+/// The rows of bastioncorpus (PyPI) that arrive through tools: channel `tool_output` or
+/// category `indirect_injection`.
+fn injection_rows() -> Vec<(String, String)> {
+    let path = std::env::var("HEARTH_INJECTION_CORPUS").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/hearth-corpora/bastioncorpus/bastioncorpus/corpus/injections.jsonl",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("the injection corpus is missing at {path} ({e}): run scripts/fetch-corpus.sh")
+    });
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a corpus row"))
+        .filter(|r| r["channel"] == "tool_output" || r["category"] == "indirect_injection")
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap_or("").to_owned(),
+                r["text"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Folder search that finds one text: the corpus row being fed as a tool's output.
+struct Finds(Mutex<String>);
+
+impl hearth_core::context::RetrievalSource for Finds {
+    fn retrieve(
+        &self,
+        _message: &str,
+        _budget: u32,
+    ) -> hearth_core::Result<Vec<hearth_core::context::Passage>> {
+        Ok(vec![hearth_core::context::Passage {
+            source: "docs/found.md".into(),
+            text: self.0.lock().expect("lock").clone(),
+            chunk_id: None,
+        }])
+    }
+}
+
+#[tokio::test]
+async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_granted_write_ask() {
+    let rows = injection_rows();
+    assert!(rows.len() >= 50, "{} rows", rows.len());
+    let s = setup(&[]);
+    let finds = Arc::new(Finds(Mutex::new(String::new())));
+    s.hearth.set_sources(Sources {
+        memory: None,
+        retrieval: Some(finds.clone()),
+    });
+    s.hearth
+        .grants()
+        .add(
+            "create_file",
+            &hearth_core::tools::Origin::BuiltIn,
+            hearth_core::tools::Risk::Write,
+            hearth_core::tools::grants::Scope::Always,
+            None,
+        )
+        .expect("grant");
+    let write = |id: &str, n: usize| {
+        call(
+            id,
+            "create_file",
+            serde_json::json!({"path": format!("out-{n}.txt"), "content": "ok"}),
+        )
+    };
+    // The control: the granted write with no untrusted text before it runs unasked.
+    let user = User::new(vec![]);
+    let (control, _) = turn(&s, vec![write("w0", 0), done()], &user, None, false).await;
+    assert_eq!(control.tool_calls[0].decided_by, DecidedBy::Grant);
+    assert!(!control.tool_calls[0].escalated);
+    assert!(s.docs.join("out-0.txt").exists());
+    assert!(user.asked().is_empty());
+
+    let (mut as_file, mut as_output) = (0, 0);
+    for (n, (id, text)) in rows.iter().enumerate() {
+        // (1) As file content read by read_file.
+        std::fs::write(s.docs.join("inbox.txt"), text).expect("write");
+        let user = User::new(vec![]);
+        let (outcome, _) = turn(
+            &s,
+            vec![
+                call("r", "read_file", serde_json::json!({"path": "inbox.txt"})),
+                write("w", 2 * n + 1),
+                done(),
+            ],
+            &user,
+            None,
+            false,
+        )
+        .await;
+        let w = &outcome.tool_calls[1];
+        if w.escalated
+            && user.asked().len() == 1
+            && !s.docs.join(format!("out-{}.txt", 2 * n + 1)).exists()
+        {
+            as_file += 1;
+        } else {
+            panic!("{id} as file content: {w:?}");
+        }
+        assert!(user.asked()[0].escalated_by.is_some());
+        // (2) As a tool's output: the folder search returns it.
+        *finds.0.lock().expect("lock") = text.clone();
+        let user = User::new(vec![]);
+        let (outcome, _) = turn(
+            &s,
+            vec![
+                call(
+                    "s",
+                    "search_documents",
+                    serde_json::json!({"query": "the latest notes"}),
+                ),
+                write("w", 2 * n + 2),
+                done(),
+            ],
+            &user,
+            None,
+            false,
+        )
+        .await;
+        let w = &outcome.tool_calls[1];
+        if w.escalated
+            && user.asked().len() == 1
+            && !s.docs.join(format!("out-{}.txt", 2 * n + 2)).exists()
+        {
+            as_output += 1;
+        } else {
+            panic!("{id} as tool output: {w:?}");
+        }
+    }
+    println!(
+        "bastioncorpus: {} rows; escalated and asked: {as_file} as file content, {as_output} as tool output; control ran unasked",
+        rows.len()
+    );
+    assert_eq!((as_file, as_output), (rows.len(), rows.len()));
 }

@@ -10,12 +10,14 @@ mod chat;
 mod folders;
 mod memory;
 mod providers;
+mod tools;
 
 pub use args::*;
 pub use chat::*;
 pub use folders::*;
 pub use memory::*;
 pub use providers::*;
+pub use tools::*;
 
 /// What `hearth doctor` reports, as the Status panel shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -117,6 +119,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("embedding_progress", "EmbeddingProgressEvent"),
     ("model_download_progress", "ModelDownloadEvent"),
     ("index_progress", "IndexProgressEvent"),
+    ("consent_changed", "number"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
@@ -126,6 +129,7 @@ const IMPORTS: &[&str] = &[
     "ChatFailedEvent",
     "ChatStatusDto",
     "ChatTokenEvent",
+    "ConsentRequestDto",
     "ConversationDto",
     "DetectedServerDto",
     "EmbeddingProgressEvent",
@@ -257,6 +261,10 @@ mod tests {
                 "quick",
                 include_str!("../../capabilities/quick-window.json"),
             ),
+            (
+                "consent",
+                include_str!("../../capabilities/consent-window.json"),
+            ),
         ] {
             for c in COMMANDS {
                 let allowed = file.contains(&format!("\"allow-{}\"", c.name.replace('_', "-")));
@@ -270,6 +278,35 @@ mod tests {
         }
         let mut names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
         names.sort_unstable();
+        // The consent surface: only its window may answer, and it may do nothing else
+        // that starts a turn or changes files.
+        let answer = COMMANDS
+            .iter()
+            .find(|c| c.name == "answer_consent")
+            .expect("answer_consent is declared");
+        assert_eq!(answer.windows, &["consent"]);
+        for file in [
+            include_str!("../../capabilities/main-window.json"),
+            include_str!("../../capabilities/quick-window.json"),
+        ] {
+            assert!(!file.contains("allow-answer-consent"), "{file}");
+        }
+        let consent = include_str!("../../capabilities/consent-window.json");
+        for c in COMMANDS.iter().filter(|c| c.windows.contains(&"consent")) {
+            assert!(
+                matches!(
+                    c.name,
+                    "list_consent_requests"
+                        | "answer_consent"
+                        | "list_memory_proposals"
+                        | "accept_memory_proposal"
+                        | "reject_memory_proposal"
+                ),
+                "the consent window may not call {}",
+                c.name
+            );
+        }
+        assert!(consent.contains("\"windows\": [\"consent\"]"));
         names.dedup();
         assert_eq!(names.len(), COMMANDS.len(), "a command is declared twice");
     }

@@ -9,6 +9,7 @@
  *   ./memory.ts     long-term memory and Hearth's proposals (seed data in ./memory-seed.ts)
  *   ./embedding.ts  the search model: download and re-indexing
  *   ./folders.ts    watched folders, search over the user's files, an answer's sources
+ *   ./consent.ts    the questions before a tool runs (the consent window answers them)
  *
  * The handler tables are typed from the generated bindings (./types.ts): adding, removing or
  * changing a command or a DTO in Rust (and regenerating the bindings) breaks `npm run check`.
@@ -36,6 +37,8 @@
  *   __hearthMock.openedFiles()         every open_source_file that opened a file: { path, reveal }
  *   __hearthMock.deleteOnDisk(relPath) a watched file is deleted on disk (not noticed yet)
  *   __hearthMock.setPolling(path, why|null)  the system will not watch that folder: it is polled
+ *   __hearthMock.askConsent(request)   a tool call waits for the user (then consent_changed); its id
+ *   __hearthMock.consentAnswers()      what the consent window answered, in order
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -56,6 +59,8 @@ import type { MemoryProposalDto } from '../lib/bindings/MemoryProposalDto';
 import type { StatusDto } from '../lib/bindings/StatusDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
 import { createChatMock } from './chat';
+import { createConsentMock, type ConsentAnswer } from './consent';
+import type { ConsentRequestDto } from '../lib/bindings/ConsentRequestDto';
 import { createFoldersMock, type OpenedFile } from './folders';
 import { createEmbeddingMock, embeddingStateFromLocation, type EmbeddingState } from './embedding';
 import { createMemoryMock, type MemoryScenario } from './memory';
@@ -97,6 +102,8 @@ export type MockControl = {
   openedFiles(): OpenedFile[];
   deleteOnDisk(relPath: string): void;
   setPolling(path: string, why: string | null): void;
+  askConsent(request: Omit<ConsentRequestDto, 'id'>): number;
+  consentAnswers(): ConsentAnswer[];
 };
 
 declare global {
@@ -106,13 +113,15 @@ declare global {
   }
 }
 
-function windowLabelFromLocation(): 'main' | 'quick' {
-  return /quick\.html$/.test(window.location.pathname) ? 'quick' : 'main';
+function windowLabelFromLocation(): 'main' | 'quick' | 'consent' {
+  if (/quick\.html$/.test(window.location.pathname)) return 'quick';
+  if (/consent\.html$/.test(window.location.pathname)) return 'consent';
+  return 'main';
 }
 
 export function installMocks(
   scenario: Scenario,
-  windowLabel: 'main' | 'quick' = windowLabelFromLocation(),
+  windowLabel: 'main' | 'quick' | 'consent' = windowLabelFromLocation(),
   embeddingState: EmbeddingState = embeddingStateFromLocation(),
 ): MockControl {
   clearMocks();
@@ -147,7 +156,10 @@ export function installMocks(
     emit: send,
   });
 
+  const consent = createConsentMock({ scenario, windowLabel, emit: send });
+
   const handlers: Handlers = {
+    ...consent.handlers,
     ...settings.handlers,
     ...chat.handlers,
     ...providers.handlers,
@@ -203,6 +215,8 @@ export function installMocks(
     openedFiles: () => folders.opened(),
     deleteOnDisk: (relPath) => folders.deleteOnDisk(relPath),
     setPolling: (path, why) => folders.setPolling(path, why),
+    askConsent: (request) => consent.ask(request),
+    consentAnswers: () => consent.answers(),
   };
   window.__hearthMock = control;
   return control;

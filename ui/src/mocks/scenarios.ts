@@ -12,6 +12,8 @@ export const SCENARIOS = [
   'memory-empty',
   'memory-near-budget',
   'memory-off',
+  'consent-diff',
+  'consent-escalated',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 

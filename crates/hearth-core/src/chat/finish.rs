@@ -26,6 +26,7 @@ pub(super) fn finish(
         checkpoints,
         tool_calls,
         capped,
+        timed_out,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -137,6 +138,8 @@ pub(super) fn finish(
     };
     let stop_reason = if done.stopped {
         super::StopReason::Cancelled
+    } else if timed_out {
+        super::StopReason::Timeout
     } else if capped {
         super::StopReason::Cap
     } else {

@@ -72,9 +72,14 @@ pub(super) struct Streamed<'a> {
     pub checkpoints: Checkpoints,
     /// The tool calls of the run, in order.
     pub tool_calls: Vec<CallRecord>,
-    /// True when the iteration cap forced the final answer.
+    /// True when the iteration cap (or the run's time limit) forced the final answer.
     pub capped: bool,
+    /// True when it was the run's time limit.
+    pub timed_out: bool,
 }
+
+/// Said to the model when the run's time is up: answer with what it has.
+const TIMEOUT_NOTE: &str = "The time for tool calls in this turn is up. Answer now with what you have, and say what is left undone.";
 
 /// Said to the model when the iteration cap is reached: answer with what it has.
 const CAP_NOTE: &str = "The limit of tool calls for this turn is reached. Answer now with what you have, and say what is left undone.";
@@ -109,6 +114,8 @@ pub(super) async fn stream<'a>(
     let (mut carried_text, mut carried_usage) = (String::new(), Usage::default());
     let mut iterations = 0usize;
     let mut capped = false;
+    let mut timed_out = false;
+    let run_started = Instant::now();
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
@@ -150,25 +157,43 @@ pub(super) async fn stream<'a>(
                         tool_calls: done.tool_calls.clone(),
                         tool_call_id: None,
                     });
-                    for call in &done.tool_calls {
-                        let record = tools.handle(call, ctx.cancel).await;
-                        tracing::info!(
-                            tool = %record.tool,
-                            decision = ?record.decision,
-                            decided_by = ?record.decided_by,
-                            status = ?record.result_status,
-                            "tool call"
-                        );
-                        tools
-                            .save(rows.answer_id, tool_calls.len(), &record)
-                            .await?;
-                        messages.push(Message {
-                            role: Role::Tool,
-                            content: record.observation.clone(),
-                            tool_calls: Vec::new(),
-                            tool_call_id: Some(call.id.clone()),
-                        });
-                        tool_calls.push(record);
+                    // Reads of one step run side by side; a write or destructive call
+                    // runs alone, in order, never batched.
+                    let calls = &done.tool_calls;
+                    let mut i = 0;
+                    while i < calls.len() {
+                        let mut j = i + 1;
+                        if tools.is_read(&calls[i]) {
+                            while j < calls.len() && tools.is_read(&calls[j]) {
+                                j += 1;
+                            }
+                        }
+                        let records = if j - i > 1 {
+                            tools.handle_reads(&calls[i..j], ctx.cancel).await
+                        } else {
+                            vec![tools.handle(&calls[i], ctx.cancel).await]
+                        };
+                        for (call, record) in calls[i..j].iter().zip(records) {
+                            tracing::info!(
+                                tool = %record.tool,
+                                decision = ?record.decision,
+                                decided_by = ?record.decided_by,
+                                status = ?record.result_status,
+                                "tool call"
+                            );
+                            tools
+                                .save(rows.answer_id, tool_calls.len(), &record)
+                                .await?;
+                            crate::failpoint::failpoint!("tool_saved");
+                            messages.push(Message {
+                                role: Role::Tool,
+                                content: record.observation.clone(),
+                                tool_calls: Vec::new(),
+                                tool_call_id: Some(call.id.clone()),
+                            });
+                            tool_calls.push(record);
+                        }
+                        i = j;
                     }
                     if ctx.cancel.is_cancelled() {
                         break Ok(Completion {
@@ -177,7 +202,13 @@ pub(super) async fn stream<'a>(
                             ..Completion::default()
                         });
                     }
-                    if iterations >= tools.settings().max_iterations {
+                    // The run's time, less the time the user took to answer.
+                    let spent = run_started.elapsed().saturating_sub(tools.consent_wait());
+                    if spent >= tools.settings().run_timeout {
+                        capped = true;
+                        timed_out = true;
+                        messages.push(Message::user(TIMEOUT_NOTE));
+                    } else if iterations >= tools.settings().max_iterations {
                         capped = true;
                         messages.push(Message::user(CAP_NOTE));
                     }
@@ -281,6 +312,7 @@ pub(super) async fn stream<'a>(
         checkpoints,
         tool_calls,
         capped,
+        timed_out,
     })
 }
 

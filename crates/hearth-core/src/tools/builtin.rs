@@ -158,6 +158,8 @@ pub struct Output {
     pub trash_failed: Option<Action>,
     /// The memory the call created or removed.
     pub memory: Option<String>,
+    /// It failed for a system reason that may pass (a read is retried).
+    pub transient: bool,
 }
 
 impl BuiltIn {
@@ -545,6 +547,7 @@ impl Action {
             untrusted: false,
             trash_failed: None,
             memory: None,
+            transient: false,
         };
         let done = |text: String| Output {
             text,
@@ -552,6 +555,7 @@ impl Action {
             untrusted: false,
             trash_failed: None,
             memory: None,
+            transient: false,
         };
         let recheck = match self {
             Action::CurrentTime | Action::Search(..) | Action::Remember(_) | Action::Forget(_) => {
@@ -570,6 +574,13 @@ impl Action {
         if let Err(e) = recheck {
             return fail(e);
         }
+        crate::failpoint::delay("tool_execute");
+        if crate::failpoint::fails_times("tool_io") {
+            return Output {
+                transient: true,
+                ..fail("a system error interrupted the call (try again)".into())
+            };
+        }
         match self {
             Action::CurrentTime => {
                 let now = jiff::Zoned::now();
@@ -583,6 +594,7 @@ impl Action {
                     untrusted: false,
                     trash_failed: None,
                     memory: None,
+                    transient: false,
                 }
             }
             Action::List(r) => match list(&r.path) {
@@ -592,6 +604,7 @@ impl Action {
                     untrusted: true,
                     trash_failed: None,
                     memory: None,
+                    transient: false,
                 },
                 Err(e) => fail(format!("could not list {}: {e}", r.path.display())),
             },
@@ -602,6 +615,7 @@ impl Action {
                     untrusted: true,
                     trash_failed: None,
                     memory: None,
+                    transient: false,
                 },
                 Err(e) => fail(e),
             },
@@ -647,6 +661,7 @@ impl Action {
                         untrusted: true,
                         trash_failed: None,
                         memory: None,
+                        transient: false,
                     },
                     Err(e) => fail(format!("the search failed: {e}")),
                 }
@@ -660,6 +675,7 @@ impl Action {
                         untrusted: false,
                         trash_failed: None,
                         memory: Some(m.id),
+                        transient: false,
                     },
                     Err(e) => fail(format!("could not remember it: {e}")),
                 }
@@ -716,6 +732,7 @@ impl Action {
                     untrusted: false,
                     trash_failed: Some(Action::DeletePermanently(r.clone(), files.clone())),
                     memory: None,
+                    transient: false,
                 },
             },
             Action::DeletePermanently(r, _) => {

@@ -76,6 +76,9 @@ pub struct ToolSettings {
     pub call_timeout: Duration,
     /// Model calls in one run (each may request tools) before the final answer is forced.
     pub max_iterations: usize,
+    /// How long a run's tool steps may take, not counting the time waiting for consent;
+    /// then the final answer is forced (`stop_reason: timeout`).
+    pub run_timeout: Duration,
 }
 
 impl std::fmt::Debug for ToolSettings {
@@ -92,6 +95,8 @@ impl std::fmt::Debug for ToolSettings {
 pub const CONSENT_TIMEOUT: Duration = Duration::from_secs(300);
 /// One tool call may run 60 s (`HEARTH_TOOL_TIMEOUT_MS`).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// A run's tool steps may take 5 minutes, consent waits excluded (`HEARTH_RUN_TIMEOUT_MS`).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 /// Model calls in one run (`HEARTH_MAX_ITERATIONS`).
 pub const MAX_ITERATIONS: usize = 12;
 
@@ -118,6 +123,7 @@ impl ToolSettings {
             consent,
             consent_timeout: env_ms("HEARTH_CONSENT_TIMEOUT_MS", CONSENT_TIMEOUT),
             call_timeout: env_ms("HEARTH_TOOL_TIMEOUT_MS", CALL_TIMEOUT),
+            run_timeout: env_ms("HEARTH_RUN_TIMEOUT_MS", RUN_TIMEOUT),
             max_iterations: std::env::var("HEARTH_MAX_ITERATIONS")
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -159,6 +165,134 @@ pub fn escape_for_display(text: &str) -> String {
     out
 }
 
+/// A question waiting for the user at a front end's consent surface.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pending {
+    /// The question's id (what the answer names).
+    pub id: u64,
+    pub request: ConsentRequest,
+}
+
+/// What hears a change of the open questions.
+type OnChange = Box<dyn Fn(&[Pending]) + Send + Sync>;
+
+type Waiting =
+    std::collections::BTreeMap<u64, (ConsentRequest, tokio::sync::oneshot::Sender<Answer>)>;
+
+/// The consent surface of a front end that shows questions in a window of its own (the
+/// app): each question waits here until [`ConsentQueue::answer`] names it; `on_change`
+/// hears each time the set of open questions changes (to bring the window forward, or
+/// hide it). A question the run stopped waiting for (timeout, the user's stop) leaves the
+/// queue by itself.
+pub struct ConsentQueue {
+    waiting: std::sync::Mutex<Waiting>,
+    next: std::sync::atomic::AtomicU64,
+    on_change: OnChange,
+}
+
+impl ConsentQueue {
+    pub fn new(on_change: impl Fn(&[Pending]) + Send + Sync + 'static) -> Self {
+        Self {
+            waiting: std::sync::Mutex::new(Waiting::new()),
+            next: std::sync::atomic::AtomicU64::new(1),
+            on_change: Box::new(on_change),
+        }
+    }
+
+    /// The open questions, oldest first.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.waiting
+            .lock()
+            .map(|w| {
+                w.iter()
+                    .map(|(id, (request, _))| Pending {
+                        id: *id,
+                        request: request.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Answers question `id`; false when it is no longer open. "Always" for a
+    /// destructive call counts as once (the gate never stores such a grant either).
+    pub fn answer(&self, id: u64, answer: Answer) -> bool {
+        let entry = self.waiting.lock().ok().and_then(|mut w| w.remove(&id));
+        let Some((request, tx)) = entry else {
+            return false;
+        };
+        let answer = match answer {
+            Answer::AllowAlways | Answer::AllowConversation if !request.offers_always => {
+                Answer::AllowOnce
+            }
+            a => a,
+        };
+        let sent = tx.send(answer).is_ok();
+        self.changed();
+        sent
+    }
+
+    /// Denies every open question (the consent window was closed).
+    pub fn deny_all(&self) -> usize {
+        let all: Vec<_> = match self.waiting.lock() {
+            Ok(mut w) => std::mem::take(&mut *w).into_values().collect(),
+            Err(_) => Vec::new(),
+        };
+        let n = all.len();
+        for (_, tx) in all {
+            let _ = tx.send(Answer::Deny(Some(
+                "the user closed the consent window".into(),
+            )));
+        }
+        if n > 0 {
+            self.changed();
+        }
+        n
+    }
+
+    fn changed(&self) {
+        (self.on_change)(&self.pending());
+    }
+
+    fn forget(&self, id: u64) {
+        let removed = self.waiting.lock().ok().and_then(|mut w| w.remove(&id));
+        if removed.is_some() {
+            self.changed();
+        }
+    }
+}
+
+/// Takes a question out of the queue when its asker stops waiting.
+struct Asked<'a> {
+    queue: &'a ConsentQueue,
+    id: u64,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.queue.forget(self.id);
+    }
+}
+
+impl Consent for ConsentQueue {
+    fn ask<'a>(
+        &'a self,
+        request: &'a ConsentRequest,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async move {
+            let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            match self.waiting.lock() {
+                Ok(mut w) => w.insert(id, (request.clone(), tx)),
+                Err(_) => return Answer::NoSurface,
+            };
+            let _asked = Asked { queue: self, id };
+            self.changed();
+            rx.await.unwrap_or(Answer::NoSurface)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +305,64 @@ mod tests {
             "a\\u{001b}[31mred\\u{202e}txt.exe\\u{200b}\nnext\tline"
         );
         assert_eq!(escape_for_display("Zoë's café 東京"), "Zoë's café 東京");
+    }
+
+    fn request(offers_always: bool) -> ConsentRequest {
+        ConsentRequest {
+            call_id: "c1".into(),
+            tool: "delete_file".into(),
+            origin: super::super::Origin::BuiltIn,
+            risk: super::super::Risk::Destructive,
+            arguments: "{}".into(),
+            preview: None,
+            reason: "r".into(),
+            escalated_by: None,
+            offers_always,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_queued_question_waits_for_its_answer_and_leaves_when_its_asker_stops() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let queue = std::sync::Arc::new(ConsentQueue::new(move |p: &[Pending]| {
+            log.lock().expect("lock").push(p.len());
+        }));
+        let req = request(false);
+        let asking = {
+            let (queue, req) = (queue.clone(), req.clone());
+            tokio::spawn(async move { queue.ask(&req).await })
+        };
+        while queue.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let id = queue.pending()[0].id;
+        assert!(
+            !queue.answer(id + 100, Answer::AllowOnce),
+            "no such question"
+        );
+        // "Always" for a question that does not offer it is only once.
+        assert!(queue.answer(id, Answer::AllowAlways));
+        assert_eq!(asking.await.expect("join"), Answer::AllowOnce);
+        assert!(queue.pending().is_empty());
+        assert!(!queue.answer(id, Answer::AllowOnce), "answered once only");
+
+        // The asker gives up (a timeout): the question is gone from the queue.
+        let gave_up =
+            tokio::time::timeout(std::time::Duration::from_millis(20), queue.ask(&req)).await;
+        assert!(gave_up.is_err());
+        assert!(queue.pending().is_empty());
+        assert_eq!(seen.lock().expect("lock").last(), Some(&0));
+
+        // Closing the window denies what is open.
+        let asking = {
+            let (queue, req) = (queue.clone(), req.clone());
+            tokio::spawn(async move { queue.ask(&req).await })
+        };
+        while queue.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(queue.deny_all(), 1);
+        assert!(matches!(asking.await.expect("join"), Answer::Deny(Some(_))));
     }
 }

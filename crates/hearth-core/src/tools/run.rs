@@ -17,8 +17,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::builtin::{ALL, Action, BuiltIn, Env};
+use super::builtin::{ALL, Action, BuiltIn, Env, Output};
 use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
 use super::grants::{Grants, Scope};
 use super::{
@@ -67,6 +68,8 @@ pub struct ToolRun {
     retrieval: Option<Arc<dyn RetrievalSource>>,
     /// The user's message says "remember …" (then `remember` runs unasked).
     user_asked_to_remember: bool,
+    /// Time spent waiting for answers.
+    consent_wait: Duration,
 }
 
 impl ToolRun {
@@ -82,6 +85,7 @@ impl ToolRun {
             conversation,
             retrieval: None,
             user_asked_to_remember: false,
+            consent_wait: Duration::ZERO,
         }
     }
 
@@ -118,6 +122,91 @@ impl ToolRun {
     /// Handles one call the model made; the record says what happened and what the
     /// model is told.
     pub async fn handle(&mut self, call: &ToolCall, cancel: &CancellationToken) -> CallRecord {
+        if cancel.is_cancelled() {
+            return self.not_started(call);
+        }
+        match self.check(call).await {
+            Err(record) => record,
+            Ok(ready) => {
+                let (ready, output) = execute(ready, &self.settings, cancel).await;
+                match output {
+                    Some(output) => self.finish(ready, output).await,
+                    None => ready.record,
+                }
+            }
+        }
+    }
+
+    /// Handles calls of one model step that are all reads: checked in order, run at the
+    /// same time, finished in order (`000`:1198–1218: only reads run in parallel).
+    pub async fn handle_reads(
+        &mut self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Vec<CallRecord> {
+        let mut checked = Vec::with_capacity(calls.len());
+        for call in calls {
+            checked.push(if cancel.is_cancelled() {
+                Err(self.not_started(call))
+            } else {
+                self.check(call).await
+            });
+        }
+        let settings = self.settings.clone();
+        let runs = checked.into_iter().map(|c| {
+            let settings = settings.clone();
+            async move {
+                match c {
+                    Err(record) => Err(record),
+                    Ok(ready) => Ok(execute(ready, &settings, cancel).await),
+                }
+            }
+        });
+        let ran = futures_util::future::join_all(runs).await;
+        let mut out = Vec::with_capacity(ran.len());
+        for r in ran {
+            out.push(match r {
+                Err(record) => record,
+                Ok((ready, Some(output))) => self.finish(ready, output).await,
+                Ok((ready, None)) => ready.record,
+            });
+        }
+        out
+    }
+
+    /// The record of a call the user's stop came before: never checked, asked or run.
+    fn not_started(&self, call: &ToolCall) -> CallRecord {
+        let tool = BuiltIn::from_name(&call.name);
+        CallRecord {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            origin: Origin::BuiltIn,
+            risk: tool.map_or(Risk::Destructive, BuiltIn::risk),
+            arguments: serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            // The user's stop is their decision not to run it.
+            decision: Decision::Denied,
+            decided_by: DecidedBy::User,
+            escalated: false,
+            result_status: ResultStatus::Cancelled,
+            observation: "The call was not run: the user stopped the turn.".into(),
+            memory: None,
+        }
+    }
+
+    /// Whether `call` names a read tool (which may run beside other reads).
+    pub fn is_read(&self, call: &ToolCall) -> bool {
+        BuiltIn::from_name(&call.name).is_some_and(|t| t.risk() == Risk::Read)
+    }
+
+    /// Time spent waiting for the user's answers in this run (not counted against the
+    /// run's time limit).
+    pub fn consent_wait(&self) -> Duration {
+        self.consent_wait
+    }
+
+    /// Parses, validates and gates a call: `Ok` when it is to run, else its finished record.
+    async fn check(&mut self, call: &ToolCall) -> Result<Ready, CallRecord> {
         let arguments: Value = if call.arguments.trim().is_empty() {
             Value::Object(Default::default())
         } else {
@@ -144,21 +233,21 @@ impl ToolRun {
                 call.name,
                 ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
             );
-            return record;
+            return Err(record);
         };
         if !arguments.is_object() {
             record.observation = format!(
                 "Error: the arguments of {} must be a JSON object matching its schema.",
                 tool.name()
             );
-            return record;
+            return Err(record);
         }
         let key = (tool.name().to_owned(), canonical_json(&arguments));
         if self.seen.contains(&key) {
             record.observation = "Error: this exact call was already made in this turn; its \
                 result is above. Do not repeat it."
                 .into();
-            return record;
+            return Err(record);
         }
         self.seen.insert(key);
         let folders = match self.folders().await {
@@ -166,7 +255,7 @@ impl ToolRun {
             Err(e) => {
                 record.result_status = ResultStatus::Error;
                 record.observation = format!("Error: the watched folders could not be read: {e}");
-                return record;
+                return Err(record);
             }
         };
         let folders = Env {
@@ -186,7 +275,7 @@ impl ToolRun {
             Ok(a) => a,
             Err(message) => {
                 record.observation = format!("Error: {message}");
-                return record;
+                return Err(record);
             }
         };
         if let Action::Forget(m) = &action {
@@ -262,47 +351,35 @@ impl ToolRun {
                         reason.map(|r| format!(": {r}")).unwrap_or_default()
                     ),
                 };
-                return record;
+                return Err(record);
             }
         };
         record.decision = Decision::Allowed;
         record.decided_by = by;
-        if cancel.is_cancelled() {
-            record.result_status = ResultStatus::Cancelled;
-            record.observation = "The call was not run: the user stopped the turn.".into();
-            return record;
-        }
-        let run = {
-            let folders = folders.clone();
-            tokio::task::spawn_blocking(move || action.execute(&folders))
-        };
-        let output = tokio::select! {
-            r = run => r.ok(),
-            _ = tokio::time::sleep(self.settings.call_timeout) => {
-                record.result_status = ResultStatus::Timeout;
-                record.observation = format!(
-                    "Error: {} did not finish within {} s and was abandoned.",
-                    tool.name(),
-                    self.settings.call_timeout.as_secs_f64()
-                );
-                return record;
-            }
-            _ = cancel.cancelled() => {
-                record.result_status = ResultStatus::Cancelled;
-                record.observation = "The call was stopped: the user stopped the turn.".into();
-                return record;
-            }
-        };
-        let Some(mut output) = output else {
-            record.result_status = ResultStatus::Error;
-            record.observation = format!("Error: {} failed unexpectedly.", tool.name());
-            return record;
-        };
+        Ok(Ready {
+            record,
+            tool,
+            action,
+            env: folders,
+            arguments,
+        })
+    }
+
+    /// What follows a call that ran: the trash's refusal asked again as a permanent
+    /// delete, untrusted output marked, the observation for the model.
+    async fn finish(&mut self, ready: Ready, mut output: Output) -> CallRecord {
+        let Ready {
+            mut record,
+            tool,
+            env: folders,
+            arguments,
+            ..
+        } = ready;
         // The trash refused: never a silent hard delete. The user is asked again, for a
         // permanent delete this time.
         if let Some(permanent) = output.trash_failed.take() {
             let request = ConsentRequest {
-                call_id: call.id.clone(),
+                call_id: record.id.clone(),
                 tool: tool.name().into(),
                 origin: Origin::BuiltIn,
                 risk: Risk::Destructive,
@@ -384,11 +461,13 @@ impl ToolRun {
         let Some(surface) = self.settings.consent.clone() else {
             return Err((DecidedBy::PolicyNoTty, None));
         };
+        let asked = Instant::now();
         let answer =
-            match tokio::time::timeout(self.settings.consent_timeout, surface.ask(request)).await {
-                Ok(a) => a,
-                Err(_) => return Err((DecidedBy::Timeout, None)),
-            };
+            tokio::time::timeout(self.settings.consent_timeout, surface.ask(request)).await;
+        self.consent_wait += asked.elapsed();
+        let Ok(answer) = answer else {
+            return Err((DecidedBy::Timeout, None));
+        };
         match answer {
             Answer::AllowOnce => Ok(DecidedBy::User),
             Answer::AllowConversation | Answer::AllowAlways => {
@@ -495,6 +574,73 @@ impl ToolRun {
             }
         }
         None
+    }
+}
+
+/// A call the gate let through, ready to run.
+struct Ready {
+    record: CallRecord,
+    tool: BuiltIn,
+    action: Action,
+    env: Env,
+    arguments: Value,
+}
+
+/// Attempts of a read call that failed for a system reason (retried with backoff; a
+/// write never is: it could apply twice, or run without fresh consent).
+const READ_ATTEMPTS: u32 = 3;
+
+/// Runs a call the gate let through, within its time limit, stopped by the user's cancel;
+/// `None` when it did not finish (the record says why).
+async fn execute(
+    mut ready: Ready,
+    settings: &ToolSettings,
+    cancel: &CancellationToken,
+) -> (Ready, Option<Output>) {
+    let name = ready.tool.name();
+    let read = ready.tool.risk() == Risk::Read;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        if cancel.is_cancelled() {
+            ready.record.result_status = ResultStatus::Cancelled;
+            ready.record.observation = "The call was not run: the user stopped the turn.".into();
+            return (ready, None);
+        }
+        let run = {
+            use tracing::Instrument;
+            let (action, env) = (ready.action.clone(), ready.env.clone());
+            tokio::task::spawn_blocking(move || action.execute(&env))
+                .instrument(tracing::info_span!("tool_call", tool = name, attempt))
+        };
+        let output = tokio::select! {
+            r = run => r.ok(),
+            _ = tokio::time::sleep(settings.call_timeout) => {
+                ready.record.result_status = ResultStatus::Timeout;
+                ready.record.observation = format!(
+                    "Error: {name} did not finish within {} s and was abandoned.",
+                    settings.call_timeout.as_secs_f64()
+                );
+                return (ready, None);
+            }
+            _ = cancel.cancelled() => {
+                ready.record.result_status = ResultStatus::Cancelled;
+                ready.record.observation = "The call was stopped: the user stopped the turn.".into();
+                return (ready, None);
+            }
+        };
+        match output {
+            Some(o) if o.transient && read && attempt < READ_ATTEMPTS => {
+                tracing::info!(tool = name, attempt, "retrying a read after a system error");
+                tokio::time::sleep(Duration::from_millis(50 * 4u64.pow(attempt - 1))).await;
+            }
+            Some(o) => return (ready, Some(o)),
+            None => {
+                ready.record.result_status = ResultStatus::Error;
+                ready.record.observation = format!("Error: {name} failed unexpectedly.");
+                return (ready, None);
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@ import type { ChatDoneEvent } from "./ChatDoneEvent";
 import type { ChatFailedEvent } from "./ChatFailedEvent";
 import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
+import type { ConsentRequestDto } from "./ConsentRequestDto";
 import type { ConversationDto } from "./ConversationDto";
 import type { DetectedServerDto } from "./DetectedServerDto";
 import type { EmbeddingProgressEvent } from "./EmbeddingProgressEvent";
@@ -100,6 +101,16 @@ export type Commands = {
 mode: string | null, limit: number | null, }; result: SearchResultDto };
   get_passage: { args: { chunkId: number, }; result: PassageDto };
   open_source_file: { args: { chunkId: number, reveal: boolean, }; result: null };
+  list_consent_requests: { args: Record<string, never>; result: Array<ConsentRequestDto> };
+  answer_consent: { args: { id: number, 
+/**
+ * `once`, `conversation`, `always` or `deny`.
+ */
+choice: string, 
+/**
+ * With `deny`: why, passed back to the model.
+ */
+reason: string | null, }; result: boolean };
 };
 
 /** Every event the shell emits and its payload. */
@@ -114,6 +125,7 @@ export type Events = {
   embedding_progress: EmbeddingProgressEvent;
   model_download_progress: ModelDownloadEvent;
   index_progress: IndexProgressEvent;
+  consent_changed: number;
 };
 
 /** What a failed command rejects with. */

@@ -1,0 +1,125 @@
+// Browser tests of the consent window (consent.html, 620×640) against the mock core, served
+// with the production CSP: what a question shows (the exact call, a coloured diff, the
+// escalation), that Deny has the focus, the keyboard answers, that hostile argument text
+// stays text, and that only this window may answer (the mock refuses other windows, as the
+// shell does).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { assertAxeClean, mockServer, openBrowser, screenshot, until } from './harness.mjs';
+
+const VIEWPORT = { width: 620, height: 640 };
+
+const server = mockServer();
+const consentUrl = (scenario) => `${server.origin}/consent.html${scenario ? `?scenario=${scenario}` : ''}`;
+
+async function session(t, options = {}) {
+  const browser = await openBrowser({ viewport: VIEWPORT, ...options });
+  t.after(() => browser.close());
+  return browser;
+}
+
+const answers = (page) => page.evaluate(() => window.__hearthMock.consentAnswers());
+
+describe('consent window', () => {
+  test('a destructive overwrite shows the exact call and a coloured diff; Deny has the focus; Escape denies', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(consentUrl('consent-diff'));
+    const dialog = page.getByRole('alertdialog', { name: 'Allow overwrite_file?' });
+    await dialog.waitFor();
+    assert.equal(await page.getByTestId('risk').textContent(), 'Cannot be undone');
+    assert.equal(await page.getByTestId('origin').textContent(), 'Hearth (built in)');
+    assert.match(await page.getByTestId('arguments').textContent(), /"path": "\/home\/ada\/Notes\/plan\.md"/);
+    // The diff's lines, each coloured by kind.
+    assert.equal(await page.locator('.preview .line-add').textContent(), '+- ship the beta');
+    assert.equal(await page.locator('.preview .line-del').textContent(), '-- ship the alpha');
+    assert.match(await page.locator('.preview .line-meta').textContent(), /^content hash: sha256:/);
+    // A destructive call offers neither "this conversation" nor "always".
+    assert.equal(await page.getByRole('button', { name: /Always allow/ }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Allow in this conversation' }).count(), 0);
+    // The safe answer has the focus.
+    await until(page, () => document.activeElement?.textContent?.trim() === 'Deny');
+    const file = await screenshot(page, 'consent-overwrite-diff');
+    assert.ok(file);
+    await page.getByRole('textbox', { name: /Reason for denying/ }).fill('not that file');
+    await page.keyboard.press('Escape');
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    assert.deepEqual(await answers(page), [{ id: 1, tool: 'overwrite_file', choice: 'deny', reason: 'not that file' }]);
+    assert.deepEqual(problems, []);
+  });
+
+  test('an escalated write says what came before it; hostile argument text stays text; Alt+C allows for the conversation', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(consentUrl('consent-escalated'));
+    await page.getByRole('alertdialog', { name: 'Allow create_file?' }).waitFor();
+    assert.match(await page.getByTestId('escalated').textContent(), /the output of read_file on notes\.txt/);
+    // The markup in the arguments is shown, never rendered.
+    assert.equal(await page.locator('.request img').count(), 0);
+    assert.match(await page.getByTestId('arguments').textContent(), /<img src=x onerror=alert\(1\)>/);
+    assert.equal(await page.getByRole('button', { name: 'Always allow create_file' }).count(), 1);
+    await page.keyboard.press('Alt+c');
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    assert.deepEqual(await answers(page), [{ id: 1, tool: 'create_file', choice: 'conversation', reason: null }]);
+    assert.deepEqual(problems, []);
+  });
+
+  test('questions arriving one after another are answered in order; Tab stays in the window', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(consentUrl());
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    await page.evaluate(() => {
+      const base = { origin: 'built_in', preview: null, escalated_by: null };
+      window.__hearthMock.askConsent({ ...base, call_id: 'a', tool: 'delete_file', risk: 'destructive', arguments: '{"path": "a.txt"}', reason: 'destructive calls always ask', offers_always: false });
+      window.__hearthMock.askConsent({ ...base, call_id: 'b', tool: 'create_file', risk: 'write', arguments: '{"path": "b.txt"}', reason: 'it changes files', offers_always: true });
+    });
+    await page.getByRole('alertdialog', { name: 'Allow delete_file?' }).waitFor();
+    assert.equal(await page.locator('.count').textContent(), '1 of 2');
+    // Tab from the last control wraps to the first.
+    const buttons = page.locator('main button, main input, main [tabindex="0"]');
+    const count = await buttons.count();
+    await buttons.nth(count - 1).focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement === document.querySelector('main [tabindex="0"], main button, main input')), true);
+    await page.getByRole('button', { name: 'Allow once' }).click();
+    await page.getByRole('alertdialog', { name: 'Allow create_file?' }).waitFor();
+    await page.keyboard.press('Alt+o');
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    assert.deepEqual(
+      (await answers(page)).map((a) => [a.tool, a.choice]),
+      [
+        ['delete_file', 'once'],
+        ['create_file', 'once'],
+      ],
+    );
+    assert.deepEqual(problems, []);
+  });
+
+  for (const colorScheme of ['light', 'dark']) {
+    test(`no accessibility violations (${colorScheme})`, async (t) => {
+      const { page } = await session(t, { colorScheme, bypassCSP: true });
+      for (const scenario of ['consent-diff', 'consent-escalated']) {
+        await page.goto(consentUrl(scenario));
+        await page.getByRole('alertdialog').waitFor();
+        await assertAxeClean(page, `consent ${scenario} (${colorScheme})`);
+      }
+      await page.goto(consentUrl());
+      await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+      await assertAxeClean(page, `consent idle (${colorScheme})`);
+    });
+  }
+
+  test('another window cannot answer: the core refuses it', async (t) => {
+    const { page } = await session(t);
+    await page.goto(`${server.origin}/index.html?scenario=ok`);
+    await until(page, () => window.__hearthMock !== undefined);
+    const refused = await page.evaluate(async () => {
+      const { invoke } = window.__TAURI_INTERNALS__;
+      try {
+        await invoke('answer_consent', { id: 1, choice: 'once', reason: null });
+        return null;
+      } catch (e) {
+        return e.code;
+      }
+    });
+    assert.equal(refused, 'forbidden');
+  });
+});
