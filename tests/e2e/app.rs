@@ -282,12 +282,14 @@ async fn visibility(client: &Client) -> String {
         .unwrap_or_default()
 }
 
-/// Which of the app's two webviews to talk to. The main window is served at the root
-/// (`tauri://localhost`), the quick prompt at `quick.html`.
+/// Which of the app's webviews to talk to. The main window is served at the root
+/// (`tauri://localhost`), the quick prompt at `quick.html`, the consent window at
+/// `consent.html`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Win {
     Main,
     Quick,
+    Consent,
 }
 
 async fn switch_to(client: &Client, want: Win) -> bool {
@@ -301,8 +303,14 @@ async fn switch_to(client: &Client, want: Win) -> bool {
         let Ok(url) = client.current_url().await else {
             continue;
         };
-        let is_quick = url.as_str().contains("quick.html");
-        if is_quick == (want == Win::Quick) {
+        let here = if url.as_str().contains("quick.html") {
+            Win::Quick
+        } else if url.as_str().contains("consent.html") {
+            Win::Consent
+        } else {
+            Win::Main
+        };
+        if here == want {
             return true;
         }
     }
@@ -1465,5 +1473,152 @@ async fn a_folder_added_from_the_cli_is_read_by_the_app_and_an_answer_cites_it_w
             .as_str()
             .is_some_and(|p| p.ends_with("printer.md")),
         "{shown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn a_delete_the_model_asks_for_waits_in_the_consent_window_and_deny_keeps_the_file() {
+    use hearth_testkit::llm_server::{LlmServer, stream, text_stream, tool_call_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let sandbox = Sandbox::new();
+    let docs = sandbox.root.join("home/Notes");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    let target = docs.join("old-draft.txt");
+    std::fs::write(&target, "the old draft").expect("write");
+    let (code, v) = sandbox.cli(
+        &[
+            "folders",
+            "add",
+            docs.to_str().expect("utf-8"),
+            "--writable",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{v}");
+    let target_path = std::fs::canonicalize(&target).expect("canonical");
+    let args = json!({ "path": target_path.to_string_lossy() }).to_string();
+    let server = LlmServer::start(vec![
+        stream(tool_call_stream(&[("call_1", "delete_file", &args)])),
+        stream(text_stream(&["Alright, I kept old-draft.txt."], None)),
+    ])
+    .await;
+    let (_driver, client, composer) = open_chat(&sandbox, &server).await;
+    composer
+        .send_keys("Delete my old draft")
+        .await
+        .expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+
+    // The question appears in the consent window, with the exact call and the file list.
+    let dialog = eventually("the consent window's question", || async {
+        switch_to(&client, Win::Consent).await.then_some(())?;
+        let d = client
+            .find(Locator::Css("[role='alertdialog']"))
+            .await
+            .ok()?;
+        let text = d.text().await.ok()?;
+        text.contains("delete_file").then_some(text)
+    })
+    .await;
+    assert!(dialog.contains("Cannot be undone"), "{dialog}");
+    assert!(dialog.contains(&*target_path.to_string_lossy()), "{dialog}");
+    assert!(dialog.contains("moves to the trash"), "{dialog}");
+    assert!(!dialog.contains("Always allow"), "{dialog}");
+    // The window was painted idle while hidden: let it paint the question before the shot.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("consent-delete.png"), png).expect("save screenshot");
+
+    // The chat window cannot approve it: its capability has no answer_consent.
+    assert!(switch_to(&client, Win::Main).await);
+    let refused = invoke(
+        &client,
+        "answer_consent",
+        json!({ "id": 1, "choice": "once", "reason": null }),
+    )
+    .await;
+    assert!(refused.get("err").is_some(), "{refused}");
+    assert!(target.exists(), "nothing ran");
+
+    // Deny in the consent window: the file stays, the model hears the reason.
+    assert!(switch_to(&client, Win::Consent).await);
+    client
+        .find(Locator::Css("input[type='text']"))
+        .await
+        .expect("reason field")
+        .send_keys("I still need it")
+        .await
+        .expect("type a reason");
+    client
+        .find(Locator::XPath("//button[normalize-space()='Deny']"))
+        .await
+        .expect("a Deny button");
+    // Clicked from a script that returns at once: the answer hides the window, and a
+    // WebDriver click on a window that hides under it can wait for ever.
+    client
+        .execute(
+            "const deny = [...document.querySelectorAll('button')]
+               .find((b) => b.textContent.trim() === 'Deny');
+             setTimeout(() => deny.click(), 0);
+             return true;",
+            vec![],
+        )
+        .await
+        .expect("click Deny");
+    let back = tokio::time::timeout(Duration::from_secs(20), switch_to(&client, Win::Main)).await;
+    assert!(matches!(back, Ok(true)), "back to the main window");
+    eventually("the answer after the denial", || async {
+        let log = client.find(Locator::Css("[role='log']")).await.ok()?;
+        log.text()
+            .await
+            .ok()?
+            .contains("Alright, I kept old-draft.txt.")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("still there"),
+        "the old draft"
+    );
+    let told = server.seen()[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| as_text(&m["content"]))
+        .collect::<Vec<_>>();
+    assert!(
+        told[0].contains("denied") && told[0].contains("I still need it"),
+        "{told:?}"
+    );
+    // Bounded: a session end that waits on a hidden window must not hang the suite.
+    let _ = tokio::time::timeout(Duration::from_secs(20), client.close()).await;
+    drop(_driver);
+    let (code, log) = sandbox.cli(&["audit", "list"], "");
+    assert_eq!(code, 0, "{log}");
+    let calls: Vec<_> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == "tool_call")
+        .map(|e| {
+            (
+                as_text(&e["tool"]),
+                as_text(&e["decision"]),
+                as_text(&e["decided_by"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![(
+            "delete_file".to_owned(),
+            "denied".to_owned(),
+            "user".to_owned()
+        )]
     );
 }

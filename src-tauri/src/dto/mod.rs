@@ -307,6 +307,14 @@ mod tests {
             );
         }
         assert!(consent.contains("\"windows\": [\"consent\"]"));
+        // A capability file the config does not list grants nothing: every window's is there.
+        let conf = include_str!("../../tauri.conf.json");
+        for id in ["main-window", "quick-window", "consent-window"] {
+            assert!(
+                conf.contains(&format!("\"{id}\"")),
+                "tauri.conf.json lists {id}"
+            );
+        }
         names.dedup();
         assert_eq!(names.len(), COMMANDS.len(), "a command is declared twice");
     }
