@@ -1,4 +1,5 @@
-//! The consent window's commands: the open questions, and the user's answer. Only the
+//! The consent window's commands (the open questions, and the user's answer) and the Tools
+//! and Activity screens' (tools, grants, the audit log). Only the
 //! consent window's capability lists them (`commands.in.rs`), and each checks it is that
 //! window calling, so a chat or quick-prompt window — which render model text — can never
 //! approve a tool call.
@@ -7,7 +8,10 @@ use hearth_core::tools::gate::Answer;
 use tauri::{Runtime, State, Webview};
 
 use crate::dto::args::Args;
-use crate::dto::{AnswerConsentArgs, ConsentRequestDto, ErrorDto};
+use crate::dto::{
+    AnswerConsentArgs, AuditEntryDto, AuditVerifyDto, ConsentRequestDto, ErrorDto, GrantDto,
+    GrantIdArgs, ToolDto,
+};
 use crate::state::AppState;
 use crate::windows::CONSENT;
 
@@ -61,4 +65,84 @@ pub fn answer_consent<R: Runtime>(
         }
     };
     Ok(state.consent.answer(id, answer))
+}
+
+#[tauri::command]
+pub fn list_tools(state: State<'_, AppState>) -> Result<Vec<ToolDto>, ErrorDto> {
+    Ok(state
+        .hearth()?
+        .tools()
+        .into_iter()
+        .map(|t| ToolDto {
+            name: t.name,
+            description: t.description,
+            origin: t.origin.label(),
+            risk: t.risk.as_str().to_owned(),
+            risk_source: t.risk_source.to_owned(),
+            enabled: t.enabled,
+        })
+        .collect())
+}
+
+#[tauri::command]
+pub async fn list_grants(state: State<'_, AppState>) -> Result<Vec<GrantDto>, ErrorDto> {
+    let grants = state.hearth()?.grants();
+    let list = crate::cmd::blocking(move || grants.list()).await?;
+    Ok(list
+        .into_iter()
+        .map(|g| GrantDto {
+            id: g.id,
+            tool: g.tool,
+            origin: g.origin,
+            scope: match g.scope {
+                hearth_core::tools::grants::Scope::Always => "always".into(),
+                hearth_core::tools::grants::Scope::Conversation => "conversation".into(),
+            },
+            conversation_id: g.conversation,
+            created_at: g.created_at,
+        })
+        .collect())
+}
+
+#[tauri::command]
+pub async fn revoke_grant(
+    state: State<'_, AppState>,
+    args: Args<GrantIdArgs>,
+) -> Result<(), ErrorDto> {
+    let id = args.0.id;
+    let grants = state.hearth()?.grants();
+    if crate::cmd::blocking(move || grants.revoke(id)).await? {
+        Ok(())
+    } else {
+        Err(ErrorDto::new(
+            "not_found",
+            format!("there is no grant {id}"),
+        ))
+    }
+}
+
+/// The newest entries of the audit log (at most 500), oldest first.
+#[tauri::command]
+pub async fn list_audit(state: State<'_, AppState>) -> Result<Vec<AuditEntryDto>, ErrorDto> {
+    let audit = state.hearth()?.audit();
+    let list = crate::cmd::blocking(move || {
+        audit.list(&hearth_core::audit::Filter {
+            limit: Some(500),
+            ..Default::default()
+        })
+    })
+    .await?;
+    Ok(list.into_iter().map(Into::into).collect())
+}
+
+#[tauri::command]
+pub async fn verify_audit(state: State<'_, AppState>) -> Result<AuditVerifyDto, ErrorDto> {
+    let audit = state.hearth()?.audit();
+    let v = crate::cmd::blocking(move || audit.verify()).await?;
+    Ok(AuditVerifyDto {
+        ok: v.ok,
+        entries: v.entries,
+        first_bad_seq: v.first_bad_seq,
+        problem: v.problem,
+    })
 }

@@ -125,6 +125,8 @@ pub const EVENTS: &[(&str, &str)] = &[
 /// Types `commands.ts` imports, in alphabetical order.
 const IMPORTS: &[&str] = &[
     "AddFolderResultDto",
+    "AuditEntryDto",
+    "AuditVerifyDto",
     "ChatDoneEvent",
     "ChatFailedEvent",
     "ChatStatusDto",
@@ -138,6 +140,7 @@ const IMPORTS: &[&str] = &[
     "ExportResultDto",
     "FileDto",
     "FolderDto",
+    "GrantDto",
     "ImportResultDto",
     "IndexProgressEvent",
     "MemoryChangeDto",
@@ -161,6 +164,7 @@ const IMPORTS: &[&str] = &[
     "SlotDto",
     "SlotsDto",
     "StatusDto",
+    "ToolDto",
 ];
 
 /// The text of `commands.ts`.

@@ -6,10 +6,18 @@
  * every window but the consent window (`forbidden`). `ask(request)` (a test hook) opens a
  * question and emits `consent_changed`; `answers()` lists what the user answered.
  *
+ * The Tools and Activity screens: `list_tools` (the built-in catalog), `list_grants` and
+ * `revoke_grant` (`not_found` for an unknown id; a revocation is an audit entry),
+ * `list_audit` and `verify_audit` (seeded scenarios start with two grants and a few
+ * entries; `tamperAudit()` breaks the chain at entry 2).
+ *
  * Scenario `consent-diff` opens an overwrite_file question with a diff at start;
  * `consent-escalated` a granted write that untrusted text preceded.
  */
+import type { AuditEntryDto } from '../lib/bindings/AuditEntryDto';
 import type { ConsentRequestDto } from '../lib/bindings/ConsentRequestDto';
+import type { GrantDto } from '../lib/bindings/GrantDto';
+import type { ToolDto } from '../lib/bindings/ToolDto';
 import type { Events } from '../lib/bindings/commands';
 import type { Scenario } from './scenarios';
 import { fail, type HandlersFor } from './types';
@@ -41,7 +49,24 @@ export const ESCALATED_REQUEST: Omit<ConsentRequestDto, 'id'> = {
   offers_always: true,
 };
 
+const TOOLS: ToolDto[] = [
+  ['current_time', 'read', 'Returns the current local date, time and time zone.'],
+  ['search_documents', 'read', 'Searches the files in the folders the user watches.'],
+  ['list_directory', 'read', 'Lists the files and folders in a folder the user watches.'],
+  ['read_file', 'read', 'Returns the text of one file in a folder the user watches.'],
+  ['create_file', 'write', 'Creates a new text file in a folder the user made writable.'],
+  ['remember', 'write', 'Saves a lasting memory about the user.'],
+  ['edit_file', 'destructive', 'Replaces one passage of a text file, after the user approves the diff.'],
+  ['overwrite_file', 'destructive', 'Replaces the whole content of an existing text file.'],
+  ['move_file', 'destructive', 'Moves or renames a file or folder within the writable watched folders.'],
+  ['delete_file', 'destructive', 'Moves a file or folder to the system trash, after the user approves.'],
+  ['forget_memory', 'destructive', "Removes one of the user's memories (restorable)."],
+].map(([name, risk, description]) => ({ name, risk, description, origin: 'built_in', risk_source: 'built_in', enabled: true }));
+
+const DAY = 24 * 60 * 60 * 1000;
+
 export function createConsentMock(options: {
+  seeded?: boolean;
   scenario: Scenario;
   windowLabel: string;
   emit: <K extends keyof Events>(event: K, payload: Events[K]) => Promise<void>;
@@ -64,11 +89,55 @@ export function createConsentMock(options: {
   if (options.scenario === 'consent-diff') queue(DIFF_REQUEST);
   if (options.scenario === 'consent-escalated') queue(ESCALATED_REQUEST);
 
+  const now = Date.now();
+  let grants: GrantDto[] = options.seeded
+    ? [
+        { id: 2, tool: 'create_file', origin: 'built_in', scope: 'always', conversation_id: null, created_at: now - 2 * DAY },
+        { id: 1, tool: 'remember', origin: 'built_in', scope: 'conversation', conversation_id: 'c-lisbon', created_at: now - 5 * DAY },
+      ]
+    : [];
+  const entry = (e: Partial<AuditEntryDto> & { kind: string }): AuditEntryDto => ({
+    seq: 0, tool: null, risk: null, decision: null, decided_by: null, op: null, result_status: null,
+    escalated: false, time: now, payload_redacted: false, ...e,
+  });
+  const audit: AuditEntryDto[] = options.seeded
+    ? [
+        entry({ kind: 'grant', tool: 'remember', risk: 'write', op: 'grant', time: now - 5 * DAY }),
+        entry({ kind: 'tool_call', tool: 'read_file', risk: 'read', decision: 'allowed', decided_by: 'auto', result_status: 'ok', time: now - 3 * DAY }),
+        entry({ kind: 'tool_call', tool: 'create_file', risk: 'write', decision: 'denied', decided_by: 'user', result_status: 'not_run', escalated: true, time: now - 3 * DAY }),
+        entry({ kind: 'memory', op: 'add', time: now - 3 * DAY, payload_redacted: true }),
+        entry({ kind: 'grant', tool: 'create_file', risk: 'write', op: 'grant', time: now - 2 * DAY }),
+        entry({ kind: 'tool_call', tool: 'delete_file', risk: 'destructive', decision: 'allowed', decided_by: 'user', result_status: 'ok', time: now - DAY }),
+      ].map((e, i) => ({ ...e, seq: i + 1 }))
+    : [];
+  let brokenAt: number | null = null;
+
   const onlyConsent = (): void => {
     if (options.windowLabel !== 'consent') fail('forbidden', "only the consent window may answer a tool's request");
   };
 
-  const handlers: HandlersFor<'list_consent_requests' | 'answer_consent'> = {
+  const handlers: HandlersFor<
+    'list_consent_requests' | 'answer_consent' | 'list_tools' | 'list_grants' | 'revoke_grant' | 'list_audit' | 'verify_audit'
+  > = {
+    list_tools: () => TOOLS.map((t) => ({ ...t })),
+    list_grants: () => grants.map((g) => ({ ...g })),
+    revoke_grant: ({ id }) => {
+      const gone = grants.find((g) => g.id === id);
+      if (!gone) fail('not_found', `there is no grant ${id}`);
+      grants = grants.filter((g) => g.id !== id);
+      audit.push(entry({ kind: 'grant', tool: gone?.tool ?? null, op: 'revoke', seq: audit.length + 1 }));
+      return null;
+    },
+    list_audit: () => audit.map((e) => ({ ...e })),
+    verify_audit: () =>
+      brokenAt === null
+        ? { ok: true, entries: audit.length, first_bad_seq: null, problem: null }
+        : {
+            ok: false,
+            entries: brokenAt - 1,
+            first_bad_seq: brokenAt,
+            problem: `entry ${brokenAt} does not match its hash (it or the one before was changed)`,
+          },
     list_consent_requests: () => {
       onlyConsent();
       return open.map((r) => ({ ...r }));
@@ -95,6 +164,9 @@ export function createConsentMock(options: {
 
   return {
     handlers,
+    tamperAudit: (): void => {
+      brokenAt = 2;
+    },
     ask,
     answers: (): ConsentAnswer[] => answered.map((a) => ({ ...a })),
   };

@@ -39,6 +39,7 @@
  *   __hearthMock.setPolling(path, why|null)  the system will not watch that folder: it is polled
  *   __hearthMock.askConsent(request)   a tool call waits for the user (then consent_changed); its id
  *   __hearthMock.consentAnswers()      what the consent window answered, in order
+ *   __hearthMock.tamperAudit()         the audit log's chain is broken at entry 2 (verify_audit says so)
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -104,6 +105,7 @@ export type MockControl = {
   setPolling(path: string, why: string | null): void;
   askConsent(request: Omit<ConsentRequestDto, 'id'>): number;
   consentAnswers(): ConsentAnswer[];
+  tamperAudit(): void;
 };
 
 declare global {
@@ -156,7 +158,7 @@ export function installMocks(
     emit: send,
   });
 
-  const consent = createConsentMock({ scenario, windowLabel, emit: send });
+  const consent = createConsentMock({ scenario, seeded, windowLabel, emit: send });
 
   const handlers: Handlers = {
     ...consent.handlers,
@@ -217,6 +219,7 @@ export function installMocks(
     setPolling: (path, why) => folders.setPolling(path, why),
     askConsent: (request) => consent.ask(request),
     consentAnswers: () => consent.answers(),
+    tamperAudit: () => consent.tamperAudit(),
   };
   window.__hearthMock = control;
   return control;
