@@ -398,6 +398,13 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         module: "folders_cmd",
+        name: "set_folder_writable",
+        args: Some("SetFolderWritableArgs"),
+        result: "()",
+        windows: &["main"],
+    },
+    Command {
+        module: "folders_cmd",
         name: "list_folder_files",
         args: Some("FolderFilesArgs"),
         result: "Vec<FileDto>",

@@ -100,6 +100,19 @@ pub async fn set_folder_paused<R: Runtime>(
 }
 
 #[tauri::command]
+pub async fn set_folder_writable<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    args: Args<SetFolderWritableArgs>,
+) -> Result<(), ErrorDto> {
+    let SetFolderWritableArgs { path, writable } = args.0;
+    let folders = folders(&state)?;
+    blocking(move || folders.set_writable(Path::new(&path), writable)).await?;
+    changed(&app);
+    Ok(())
+}
+
+#[tauri::command]
 pub async fn list_folder_files(
     state: State<'_, AppState>,
     args: Args<FolderFilesArgs>,

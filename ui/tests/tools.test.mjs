@@ -63,3 +63,25 @@ describe('Activity screen', () => {
     assertNoProblems(problems);
   });
 });
+
+describe('Folders screen: what tools may do', () => {
+  test('a folder is read-only for tools until the user ticks it; the choice reaches the core', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('folders'));
+    const box = page.getByRole('checkbox', { name: /Tools may change files here/ });
+    await box.waitFor();
+    assert.equal(await box.isChecked(), false, 'read-only by default');
+    await box.check();
+    await page.waitForFunction(() => window.__ipcCalls.some((c) => c.cmd === 'set_folder_writable'));
+    const calls = await page.evaluate(() => window.__ipcCalls.filter((c) => c.cmd === 'set_folder_writable').map((c) => c.args));
+    assert.deepEqual(calls, [{ path: '/home/ada/Notes', writable: true }]);
+    // Listed again from the core: still ticked.
+    await page.goto(url('tools'));
+    await page.goto(url('folders'));
+    await box.waitFor();
+    assert.equal(await box.isChecked(), true);
+    await box.uncheck();
+    await page.waitForFunction(() => window.__ipcCalls.filter((c) => c.cmd === 'set_folder_writable').length === 2);
+    assertNoProblems(problems);
+  });
+});

@@ -998,3 +998,46 @@ async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_grante
     );
     assert_eq!((as_file, as_output), (rows.len(), rows.len()));
 }
+
+#[tokio::test]
+async fn a_folder_made_read_only_again_refuses_every_change_and_still_reads() {
+    let s = setup(&[("a.txt", "alpha")]);
+    s.hearth
+        .folders()
+        .set_writable(&s.docs, false)
+        .expect("read-only");
+    let user = User::new(vec![Answer::AllowOnce, Answer::AllowOnce]);
+    let (outcome, server) = turn(
+        &s,
+        vec![
+            call("c1", "read_file", serde_json::json!({"path": "a.txt"})),
+            call(
+                "c2",
+                "create_file",
+                serde_json::json!({"path": "b.txt", "content": "b"}),
+            ),
+            done(),
+        ],
+        &user,
+        None,
+        false,
+    )
+    .await;
+    assert_eq!(outcome.tool_calls[0].result_status, ResultStatus::Ok);
+    assert_eq!(outcome.tool_calls[1].decision, Decision::Invalid);
+    assert!(user.asked().is_empty(), "refused before anyone is asked");
+    assert!(!s.docs.join("b.txt").exists());
+    assert!(
+        told(&server, 2)
+            .last()
+            .is_some_and(|t| t.contains("read-only for tools")),
+        "{:?}",
+        told(&server, 2)
+    );
+    let err = s
+        .hearth
+        .folders()
+        .set_writable(&s.docs.join("elsewhere"), true)
+        .expect_err("not watched");
+    assert_eq!(err.code(), "not_found");
+}

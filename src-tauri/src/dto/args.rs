@@ -255,6 +255,14 @@ pub struct SetFolderPausedArgs {
     pub paused: bool,
 }
 
+/// The arguments of `set_folder_writable`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetFolderWritableArgs {
+    pub path: String,
+    pub writable: bool,
+}
+
 /// The arguments of `list_folder_files`: a folder's entries, or only those of one status
 /// (indexed, pending, skipped, failed).
 #[derive(Debug, Deserialize, TS)]

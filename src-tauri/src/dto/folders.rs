@@ -37,6 +37,8 @@ pub struct FolderDto {
     pub last_indexed: Option<i64>,
     /// Why the system would not watch it (`polling`), else null.
     pub watch_reason: Option<String>,
+    /// Tools may create, change and delete files here (reading works in any watched folder).
+    pub writable: bool,
 }
 
 impl From<FolderSummary> for FolderDto {
@@ -65,6 +67,7 @@ impl From<FolderSummary> for FolderDto {
             chunks_embedded: f.chunks_embedded,
             last_indexed: f.last_indexed,
             watch_reason: f.watch_reason,
+            writable: f.writable,
             path: f.path,
         }
     }

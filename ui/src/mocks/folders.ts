@@ -33,6 +33,7 @@ type FolderCommand =
   | 'add_folder'
   | 'remove_folder'
   | 'set_folder_paused'
+  | 'set_folder_writable'
   | 'list_folder_files'
   | 'search_documents'
   | 'get_passage'
@@ -58,7 +59,7 @@ type MockFile = {
   /** The file was deleted on disk since (open_source_file refuses). */
   gone?: boolean;
 };
-type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null; pollingWhy?: string };
+type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null; pollingWhy?: string; writable?: boolean };
 
 export type OpenedFile = { path: string; reveal: boolean };
 
@@ -208,6 +209,7 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
       chunks_embedded: f.files.reduce((n, x) => n + (x.embedded ? x.chunks.length : 0), 0),
       last_indexed: f.last_indexed,
       watch_reason: f.pollingWhy ?? null,
+      writable: f.writable ?? false,
     };
   };
 
@@ -308,6 +310,11 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
     remove_folder: ({ path }) => {
       const folder = find(path);
       folders.splice(folders.indexOf(folder), 1);
+      void options.emit('store_changed', null);
+      return null;
+    },
+    set_folder_writable: ({ path, writable }) => {
+      find(path).writable = writable;
       void options.emit('store_changed', null);
       return null;
     },

@@ -392,6 +392,14 @@ impl Folders {
         Ok(Folder { paused, ..folder })
     }
 
+    /// Makes the watched folder at `path` writable for tools, or not (`not_found` if it is
+    /// not watched).
+    pub fn set_writable_at(&self, path: &Path, writable: bool) -> Result<Folder> {
+        let folder = self.require(path)?;
+        self.set_writable(folder.id, writable)?;
+        Ok(Folder { writable, ..folder })
+    }
+
     /// Counts of a folder's files by status.
     pub fn counts(&self, folder: i64) -> Result<FileCounts> {
         self.store.read_blocking(move |c| {

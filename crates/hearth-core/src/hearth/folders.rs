@@ -343,6 +343,12 @@ impl FolderService {
         Ok(changed)
     }
 
+    /// Lets tools create, change and delete files in the watched folder at `path`, or no
+    /// longer (the Folders screen's toggle; `hearth folders add PATH --writable`).
+    pub fn set_writable(&self, path: &Path, writable: bool) -> Result<()> {
+        self.folders().set_writable_at(path, writable).map(|_| ())
+    }
+
     /// The reconcile pass over every folder: changes made while nothing ran are noticed.
     pub fn scan(&self) -> Result<ScanReport> {
         let folders = self.folders();

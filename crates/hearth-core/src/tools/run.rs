@@ -618,8 +618,13 @@ async fn execute(
             _ = tokio::time::sleep(settings.call_timeout) => {
                 ready.record.result_status = ResultStatus::Timeout;
                 ready.record.observation = format!(
-                    "Error: {name} did not finish within {} s and was abandoned.",
-                    settings.call_timeout.as_secs_f64()
+                    "Error: {name} did not finish within {} s and was abandoned.{}",
+                    settings.call_timeout.as_secs_f64(),
+                    if read {
+                        ""
+                    } else {
+                        " It may still complete: check its result before trying again."
+                    }
                 );
                 return (ready, None);
             }

@@ -20,4 +20,8 @@ chunks_embedded: number, last_indexed: number | null,
 /**
  * Why the system would not watch it (`polling`), else null.
  */
-watch_reason: string | null, };
+watch_reason: string | null, 
+/**
+ * Tools may create, change and delete files here (reading works in any watched folder).
+ */
+writable: boolean, };

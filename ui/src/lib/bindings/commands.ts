@@ -97,6 +97,7 @@ export type Commands = {
   add_folder: { args: { path: string, }; result: AddFolderResultDto };
   remove_folder: { args: { path: string, }; result: null };
   set_folder_paused: { args: { path: string | null, paused: boolean, }; result: null };
+  set_folder_writable: { args: { path: string, writable: boolean, }; result: null };
   list_folder_files: { args: { path: string, status: string | null, }; result: Array<FileDto> };
   search_documents: { args: { query: string, folder: string | null, 
 /**

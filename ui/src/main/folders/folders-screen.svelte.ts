@@ -166,6 +166,15 @@ export class FoldersScreen {
     }
   };
 
+  readonly setWritable = async (folder: FolderDto, writable: boolean): Promise<void> => {
+    try {
+      await call('set_folder_writable', { path: folder.path, writable });
+      await this.load();
+    } catch (reason) {
+      notify(`Couldn't change what tools may do in ${folder.name}: ${toErrorDto(reason).message}`, 'error');
+    }
+  };
+
   readonly confirmRemove = async (): Promise<void> => {
     const folder = this.removing;
     if (!folder) return;
