@@ -267,79 +267,50 @@ impl BuiltIn {
     pub fn parameters(self) -> Value {
         let path =
             json!({"type": "string", "description": "Absolute, or relative to a watched folder."});
+        let text = |d: &str| json!({"type": "string", "description": d});
         match self {
-            BuiltIn::CurrentTime => {
-                json!({"type": "object", "properties": {}, "additionalProperties": false})
+            BuiltIn::CurrentTime => object(json!({}), &[]),
+            BuiltIn::ListDirectory | BuiltIn::ReadFile | BuiltIn::DeleteFile => {
+                object(json!({"path": path}), &["path"])
             }
-            BuiltIn::ListDirectory | BuiltIn::ReadFile | BuiltIn::DeleteFile => json!({
-                "type": "object",
-                "properties": {"path": path},
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-            BuiltIn::SearchDocuments => json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to look for, in words."},
+            BuiltIn::SearchDocuments => object(
+                json!({
+                    "query": text("What to look for, in words."),
                     "limit": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many passages (default 5)."}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
-            BuiltIn::Remember => json!({
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "description": "The memory, as one short sentence about the user."},
+                }),
+                &["query"],
+            ),
+            BuiltIn::Remember => object(
+                json!({
+                    "text": text("The memory, as one short sentence about the user."),
                     "kind": {"type": "string", "enum": ["fact", "preference", "episode", "instruction"]}
-                },
-                "required": ["text"],
-                "additionalProperties": false
-            }),
-            BuiltIn::ForgetMemory => json!({
-                "type": "object",
-                "properties": {
-                    "memory": {"type": "string", "description": "The memory's exact text, or its id."}
-                },
-                "required": ["memory"],
-                "additionalProperties": false
-            }),
-            BuiltIn::EditFile => json!({
-                "type": "object",
-                "properties": {
+                }),
+                &["text"],
+            ),
+            BuiltIn::ForgetMemory => object(
+                json!({"memory": text("The memory's exact text, or its id.")}),
+                &["memory"],
+            ),
+            BuiltIn::EditFile => object(
+                json!({
                     "path": path,
-                    "old_text": {"type": "string", "description": "The exact text to replace; it must appear once."},
-                    "new_text": {"type": "string", "description": "What replaces it."}
-                },
-                "required": ["path", "old_text", "new_text"],
-                "additionalProperties": false
-            }),
-            BuiltIn::OverwriteFile => json!({
-                "type": "object",
-                "properties": {
-                    "path": path,
-                    "content": {"type": "string", "description": "The file's whole new text."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
-            BuiltIn::MoveFile => json!({
-                "type": "object",
-                "properties": {
-                    "source": path.clone(),
-                    "destination": path
-                },
-                "required": ["source", "destination"],
-                "additionalProperties": false
-            }),
-            BuiltIn::CreateFile => json!({
-                "type": "object",
-                "properties": {
-                    "path": path,
-                    "content": {"type": "string", "description": "The file's text."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
+                    "old_text": text("The exact text to replace; it must appear once."),
+                    "new_text": text("What replaces it.")
+                }),
+                &["path", "old_text", "new_text"],
+            ),
+            BuiltIn::OverwriteFile => object(
+                json!({"path": path, "content": text("The file's whole new text.")}),
+                &["path", "content"],
+            ),
+            BuiltIn::MoveFile => object(
+                json!({"source": path.clone(), "destination": path}),
+                &["source", "destination"],
+            ),
+            BuiltIn::CreateFile => object(
+                json!({"path": path, "content": text("The file's text.")}),
+                &["path", "content"],
+            ),
         }
     }
 
@@ -794,15 +765,7 @@ fn list(dir: &std::path::Path) -> std::io::Result<String> {
 
 /// A file's text, bounded; binary files are refused.
 fn read_text(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    let mut buf = Vec::new();
-    f.take(READ_MAX_BYTES as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    let cut = buf.len() > READ_MAX_BYTES;
-    buf.truncate(READ_MAX_BYTES);
+    let (buf, cut) = read_prefix(path, READ_MAX_BYTES)?;
     if buf.contains(&0) {
         return Err(format!("{} is a binary file, not text", path.display()));
     }
@@ -813,6 +776,30 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
         ));
     }
     Ok(text)
+}
+
+/// The first `max` bytes of a file, and whether there was more.
+fn read_prefix(path: &std::path::Path, max: usize) -> Result<(Vec<u8>, bool), String> {
+    use std::io::Read;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let mut buf = Vec::new();
+    f.take(max as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let cut = buf.len() > max;
+    buf.truncate(max);
+    Ok((buf, cut))
+}
+
+/// A JSON-Schema object of `properties`, `required` ones named, nothing else allowed.
+fn object(properties: Value, required: &[&str]) -> Value {
+    let mut schema =
+        json!({"type": "object", "properties": properties, "additionalProperties": false});
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
 }
 
 /// The files a delete of `path` removes (a folder's, walked without following links).
@@ -881,14 +868,8 @@ fn changeable(given: &str, folders: &[Folder]) -> Result<(Resolved, String), Str
 }
 
 fn read_bounded(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    let mut buf = Vec::new();
-    f.take(max as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    if buf.len() > max {
+    let (buf, cut) = read_prefix(path, max)?;
+    if cut {
         return Err(format!(
             "{} is larger than {max} bytes; it cannot be changed here",
             path.display()

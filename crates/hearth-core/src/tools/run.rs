@@ -176,21 +176,13 @@ impl ToolRun {
 
     /// The record of a call the user's stop came before: never checked, asked or run.
     fn not_started(&self, call: &ToolCall) -> CallRecord {
-        let tool = BuiltIn::from_name(&call.name);
         CallRecord {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            origin: Origin::BuiltIn,
-            risk: tool.map_or(Risk::Destructive, BuiltIn::risk),
-            arguments: serde_json::from_str(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone())),
             // The user's stop is their decision not to run it.
             decision: Decision::Denied,
             decided_by: DecidedBy::User,
-            escalated: false,
             result_status: ResultStatus::Cancelled,
             observation: "The call was not run: the user stopped the turn.".into(),
-            memory: None,
+            ..first_record(call)
         }
     }
 
@@ -207,26 +199,9 @@ impl ToolRun {
 
     /// Parses, validates and gates a call: `Ok` when it is to run, else its finished record.
     async fn check(&mut self, call: &ToolCall) -> Result<Ready, CallRecord> {
-        let arguments: Value = if call.arguments.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            serde_json::from_str(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone()))
-        };
         let tool = BuiltIn::from_name(&call.name);
-        let mut record = CallRecord {
-            id: call.id.clone(),
-            tool: call.name.clone(),
-            origin: Origin::BuiltIn,
-            risk: tool.map_or(Risk::Destructive, BuiltIn::risk),
-            arguments: arguments.clone(),
-            decision: Decision::Invalid,
-            decided_by: DecidedBy::Auto,
-            escalated: false,
-            result_status: ResultStatus::NotRun,
-            observation: String::new(),
-            memory: None,
-        };
+        let mut record = first_record(call);
+        let arguments = record.arguments.clone();
         let Some(tool) = tool.filter(|_| self.settings.enabled) else {
             record.observation = format!(
                 "Error: there is no tool named `{}`. The tools are: {}.",
@@ -574,6 +549,30 @@ impl ToolRun {
             }
         }
         None
+    }
+}
+
+/// A call's record before anything is decided: its arguments parsed (when they are JSON,
+/// else kept as text), its tier (an unknown tool counts as destructive), nothing run.
+fn first_record(call: &ToolCall) -> CallRecord {
+    let arguments = if call.arguments.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()))
+    };
+    CallRecord {
+        id: call.id.clone(),
+        tool: call.name.clone(),
+        origin: Origin::BuiltIn,
+        risk: BuiltIn::from_name(&call.name).map_or(Risk::Destructive, BuiltIn::risk),
+        arguments,
+        decision: Decision::Invalid,
+        decided_by: DecidedBy::Auto,
+        escalated: false,
+        result_status: ResultStatus::NotRun,
+        observation: String::new(),
+        memory: None,
     }
 }
 
