@@ -9,10 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::args::*;
 use crate::dto::{
-    ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ConversationDto, ErrorDto,
-    MessageDto, OpenConversationEvent, SendResultDto, TurnInfoDto,
+    ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ChatToolEvent,
+    ChatToolStartedEvent, ConversationDto, ErrorDto, MessageDto, OpenConversationEvent,
+    SendResultDto, ToolCallDto, TurnInfoDto,
 };
 use crate::state::AppState;
+use hearth_core::chat::TurnEvent;
 
 fn state_name(s: MessageState) -> String {
     serde_json::to_value(s)
@@ -66,10 +68,11 @@ pub async fn get_messages(
 ) -> Result<Vec<MessageDto>, ErrorDto> {
     let ConversationArgs { conversation_id } = args.0;
     let convs = state.hearth()?.conversations();
-    let (messages, mut sources) = crate::cmd::blocking(move || {
+    let (messages, mut sources, mut calls) = crate::cmd::blocking(move || {
         Ok((
             convs.messages(&conversation_id)?,
             convs.sources(&conversation_id)?,
+            convs.tool_calls(&conversation_id)?,
         ))
     })
     .await?;
@@ -86,6 +89,12 @@ pub async fn get_messages(
                 .unwrap_or_default()
                 .into_iter()
                 .map(Into::into)
+                .collect(),
+            tool_calls: calls
+                .remove(&m.id)
+                .unwrap_or_default()
+                .iter()
+                .map(ToolCallDto::from)
                 .collect(),
         })
         .collect())
@@ -197,15 +206,34 @@ fn start_turn<R: Runtime>(
             let (hearth, slots) = (hearth.clone(), slots.clone());
             tauri::async_runtime::spawn(async move {
                 hearth
-                    .chat(&slots, options, &cancel, move |piece| {
-                        let _ = emitter.emit_to(
-                            token_target.clone(),
-                            "chat_token",
-                            ChatTokenEvent {
-                                turn_id,
-                                text: piece.to_owned(),
-                            },
-                        );
+                    .chat(&slots, options, &cancel, move |event| {
+                        let _ = match event {
+                            TurnEvent::Text(piece) => emitter.emit_to(
+                                token_target.clone(),
+                                "chat_token",
+                                ChatTokenEvent {
+                                    turn_id,
+                                    text: piece.to_owned(),
+                                },
+                            ),
+                            TurnEvent::ToolStarted { id, tool } => emitter.emit_to(
+                                token_target.clone(),
+                                "chat_tool_started",
+                                ChatToolStartedEvent {
+                                    turn_id,
+                                    call_id: id.to_owned(),
+                                    tool: tool.to_owned(),
+                                },
+                            ),
+                            TurnEvent::ToolEnded(call) => emitter.emit_to(
+                                token_target.clone(),
+                                "chat_tool",
+                                ChatToolEvent {
+                                    turn_id,
+                                    call: call.into(),
+                                },
+                            ),
+                        };
                     })
                     .await
             })
@@ -247,8 +275,14 @@ fn start_turn<R: Runtime>(
                             cost_usd: done.cost_usd,
                             zones: Some(done.zones.into()),
                             fallback_from: done.fallback_from,
+                            tools_left_out: done.tools_left_out,
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
+                        tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),
+                        stop_reason: serde_json::to_value(done.stop_reason)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
                     },
                 )
             }

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use hearth_core::Hearth;
-use hearth_core::chat::{ChatOptions, Redo};
+use hearth_core::chat::{ChatOptions, Redo, TurnEvent};
 use hearth_core::tools::gate::ToolSettings;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -83,8 +83,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         };
         let mut stdout = std::io::stdout();
         let outcome = hearth
-            .chat(&slots, options, &cancel, |piece| {
-                if !json {
+            .chat(&slots, options, &cancel, |event| {
+                if let (false, TurnEvent::Text(piece)) = (json, event) {
                     let _ = stdout.write_all(piece.as_bytes());
                     let _ = stdout.flush();
                 }
@@ -93,21 +93,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         if !json {
             println!();
             print_sources(&outcome.sources);
-            for call in &outcome.tool_calls {
-                let decision = serde_json::to_value(call.decision).unwrap_or_default();
-                let status = serde_json::to_value(call.result_status).unwrap_or_default();
-                eprintln!(
-                    "tool: {} ({}) {} by {}, {}",
-                    call.tool,
-                    call.risk.as_str(),
-                    decision.as_str().unwrap_or(""),
-                    serde_json::to_value(call.decided_by)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    status.as_str().unwrap_or("")
-                );
-            }
+            print_calls(&outcome.tool_calls);
         }
         if let Some(from) = &outcome.fallback_from {
             eprintln!(
@@ -161,6 +147,23 @@ fn conversations() -> Result<hearth_core::ConversationService, Failure> {
     Ok(Hearth::open_oneshot(&open_options()?)?.conversations())
 }
 
+/// A turn's tool calls on stderr, one line each, as `hearth chat` and `hearth
+/// conversations show` print them.
+fn print_calls(calls: &[hearth_core::tools::CallRecord]) {
+    let word = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
+    for call in calls {
+        eprintln!(
+            "tool: {} ({}) {} by {}, {}{}",
+            call.tool,
+            call.risk.as_str(),
+            word(serde_json::to_value(call.decision).unwrap_or_default()),
+            word(serde_json::to_value(call.decided_by).unwrap_or_default()),
+            word(serde_json::to_value(call.result_status).unwrap_or_default()),
+            if call.escalated { ", escalated" } else { "" }
+        );
+    }
+}
+
 /// An answer's sources, as `hearth chat` and `hearth conversations show` print them.
 fn print_sources(sources: &[hearth_core::folders::cite::Source]) {
     if sources.is_empty() {
@@ -182,14 +185,27 @@ pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
     let service = conversations()?;
     let messages = service.messages(id)?;
     let mut sources = service.sources(id)?;
+    let mut calls = service.tool_calls(id)?;
     if out.json {
         let rows: Vec<_> = messages
             .iter()
             .map(|m| {
+                let tool_calls: Vec<serde_json::Value> = calls
+                    .get(&m.id)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|c| {
+                        let mut v = serde_json::to_value(c).unwrap_or_default();
+                        v["result"] = json!(c.shown_result());
+                        v
+                    })
+                    .collect();
                 json!({"id": m.id, "role": m.message.role, "content": m.message.content,
                             "state": m.state, "tokens": m.tokens, "created_at": m.created_at,
                             "turn": m.turn,
-                            "sources": sources.get(&m.id).cloned().unwrap_or_default()})
+                            "sources": sources.get(&m.id).cloned().unwrap_or_default(),
+                            "tool_calls": tool_calls})
             })
             .collect();
         out.print_json(&rows);
@@ -207,6 +223,9 @@ pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
                 ),
             };
             println!("{role}{state}: {}", m.message.content);
+            if let Some(c) = calls.remove(&m.id) {
+                print_calls(&c);
+            }
             if let Some(src) = sources.remove(&m.id) {
                 print_sources(&src);
             }

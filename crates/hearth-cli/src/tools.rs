@@ -195,9 +195,9 @@ impl Consent for TtyConsent {
         request: &'a ConsentRequest,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         let prompt = prompt_text(request);
-        let offers_always = request.offers_always;
+        let offers = (request.offers_conversation, request.offers_always);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || ask_tty(&prompt, offers_always))
+            tokio::task::spawn_blocking(move || ask_tty(&prompt, offers))
                 .await
                 .unwrap_or(Answer::NoSurface)
         })
@@ -226,15 +226,18 @@ pub fn prompt_text(r: &ConsentRequest) -> String {
     if let Some(preview) = &r.preview {
         p.push_str(&format!("  preview:\n{}\n", indent(preview)));
     }
-    p.push_str(if r.offers_always {
-        "Allow? [y] once, [c] for this conversation, [a] always, [n] deny (n REASON to say why): "
-    } else {
-        "Allow? [y] once, [n] deny (n REASON to say why): "
+    p.push_str(match (r.offers_conversation, r.offers_always) {
+        (true, true) => {
+            "Allow? [y] once, [c] for this conversation, [a] always, [n] deny (n REASON to say why): "
+        }
+        (true, false) => "Allow? [y] once, [c] for this chat, [n] deny (n REASON to say why): ",
+        _ => "Allow? [y] once, [n] deny (n REASON to say why): ",
     });
     p
 }
 
-fn ask_tty(prompt: &str, offers_always: bool) -> Answer {
+/// Asks on the terminal; `offers` is (for this conversation, always).
+fn ask_tty(prompt: &str, (offers_conversation, offers_always): (bool, bool)) -> Answer {
     let Ok(tty) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -263,7 +266,7 @@ fn ask_tty(prompt: &str, offers_always: bool) -> Answer {
         let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         match word.to_lowercase().as_str() {
             "y" | "yes" => return Answer::AllowOnce,
-            "c" if offers_always => return Answer::AllowConversation,
+            "c" if offers_conversation => return Answer::AllowConversation,
             "a" if offers_always => return Answer::AllowAlways,
             "n" | "no" => {
                 let reason = rest.trim();

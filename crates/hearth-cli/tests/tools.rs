@@ -879,6 +879,15 @@ async fn a_crash_mid_run_keeps_the_calls_made_and_leaves_a_consistent_answer() {
         })
         .expect("calls");
     assert_eq!(calls, vec![("read_file".to_owned(), "ok".to_owned())]);
+    // `conversations show` lists the call under its answer, with what it read.
+    let answer = shown
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the answer");
+    assert_eq!(answer["tool_calls"][0]["tool"], "read_file", "{answer}");
+    assert_eq!(answer["tool_calls"][0]["result"], "alpha", "{answer}");
     let verified = common::hearth_ok(&home, &setup, &["audit", "verify"]).await;
     assert_eq!(verified["ok"], true);
     assert_eq!(verified["entries"], 1);
@@ -948,4 +957,153 @@ async fn a_write_quoting_a_retrieved_passage_asks_and_one_that_does_not_keeps_it
         "{json}"
     );
     assert!(!docs.join("copy.txt").exists());
+}
+
+/// The pids of `parent`'s children whose command line contains `marker`.
+fn children_running(parent: u32, marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`; comm may hold spaces, so read after its `)`.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(marker)
+        })
+        .collect()
+}
+
+/// Whether process `pid` still exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next().map(|st| st != "Z"))
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_kills_the_running_tools_child_and_no_tool_starts_after_it() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = home.root.parent().expect("tmp").join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(
+        docs.join("report.pdf"),
+        common::pdf(&["Quarterly report: all good."]),
+    )
+    .expect("pdf");
+    std::fs::write(docs.join("slow.pdf"), common::pdf(&["A slow document."])).expect("pdf");
+    common::hearth_ok(
+        &home,
+        &setup,
+        &["folders", "add", &docs.to_string_lossy(), "--writable"],
+    )
+    .await;
+
+    // A PDF is read through the extraction worker, a child process: its text comes back.
+    let server = LlmServer::start(vec![
+        call("r0", "read_file", r#"{"path": "report.pdf"}"#),
+        answer("All good."),
+    ])
+    .await;
+    let out = detached(
+        chat_cmd(&home, &server, &["chat", "read the report", "--json"]),
+        None,
+    )
+    .await;
+    let json = json_of(&out);
+    assert_eq!(json["tool_calls"][0]["result_status"], "ok", "{json}");
+    let told = tool_messages(&server, 1);
+    assert!(
+        told[0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Quarterly report: all good."),
+        "{told:?}"
+    );
+
+    // The reader of slow.pdf hangs; the user stops the turn while it does. The write the
+    // model asked for after it (allowed by --allow-writes) must never start.
+    let server = LlmServer::start(vec![
+        stream(tool_call_stream(&[
+            ("r1", "read_file", r#"{"path": "slow.pdf"}"#),
+            (
+                "w1",
+                "create_file",
+                r#"{"path": "after.txt", "content": "x"}"#,
+            ),
+        ])),
+        answer("never asked"),
+    ])
+    .await;
+    let mut cmd = chat_cmd(
+        &home,
+        &server,
+        &[
+            "chat",
+            "read slow.pdf, then note it",
+            "--json",
+            "--allow-writes",
+        ],
+    );
+    cmd.env("HEARTH_TEST_DELAY_AT", "extract:slow.pdf:600000")
+        .env("HEARTH_EXTRACT_TIMEOUT_MS", "600000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let reader = loop {
+        if let Some(r) = children_running(pid, "__extract-worker").first() {
+            break *r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reader never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(alive(reader));
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    // The stop reaches the reader: it is killed now (its own time limit is 10 minutes),
+    // not left to run out or to outlive Hearth.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(reader) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reader {reader} still runs after the stop"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("wait"))
+        .await
+        .expect("join");
+    assert_eq!(out.status.code(), Some(130), "stopped by the user");
+    let json = json_of(&out);
+    let calls = json["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2, "{json}");
+    assert_eq!(calls[0]["result_status"], "cancelled", "{json}");
+    assert_eq!(calls[1]["tool"], "create_file");
+    assert_eq!(calls[1]["result_status"], "cancelled", "{json}");
+    assert_eq!(json["stop_reason"], "cancelled");
+    assert!(
+        !docs.join("after.txt").exists(),
+        "no tool started after the stop"
+    );
+    assert_eq!(server.seen().len(), 1, "the model is not called again");
 }

@@ -56,6 +56,7 @@ fn bench(c: &mut Criterion) {
     let passages = passages();
     let current = Message::user("So which train should I take, and is the hotel booked?");
     let parts = Parts {
+        tools: 0,
         system: hearth_core::chat::SYSTEM_PROMPT,
         memory: Some(&memory),
         summary: Some(

@@ -82,6 +82,10 @@ pub const MEMORY_FRACTION: f64 = 0.15;
 /// Retrieved-context cap, and its share of the input budget on small windows.
 pub const RETRIEVED_CAP: u32 = 4_000;
 pub const RETRIEVED_FRACTION: f64 = 0.25;
+/// Tools-zone cap (the catalog of tools offered to the model), and its share of the input
+/// budget on small windows: min(3,000 tokens, 25% of the input budget) (SPEC §3).
+pub const TOOLS_CAP: u32 = 3_000;
+pub const TOOLS_FRACTION: f64 = 0.25;
 /// Introduces the memory block in the prompt.
 pub const MEMORY_HEADER: &str =
     "Known about the user (from their saved memories; the user can view and edit them):";
@@ -144,6 +148,8 @@ pub struct Budgets {
     pub input_budget: u32,
     pub memory: u32,
     pub retrieved: u32,
+    /// The most the tools array may take.
+    pub tools: u32,
 }
 
 impl Budgets {
@@ -159,6 +165,7 @@ impl Budgets {
             input_budget,
             memory: share(MEMORY_FRACTION, MEMORY_CAP),
             retrieved: share(RETRIEVED_FRACTION, RETRIEVED_CAP),
+            tools: share(TOOLS_FRACTION, TOOLS_CAP),
         }
     }
 }
@@ -167,6 +174,9 @@ impl Budgets {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ZoneTokens {
     pub system: u32,
+    /// The tools array offered to the model (its JSON, as the provider receives it).
+    #[serde(default)]
+    pub tools: u32,
     #[serde(default)]
     pub memory: u32,
     pub summary: u32,
@@ -205,8 +215,11 @@ pub fn effective_window(window: u32) -> u32 {
 /// What goes into a prompt, in the order it is laid out.
 #[derive(Debug, Clone, Copy)]
 pub struct Parts<'a> {
-    /// (1) The stable prefix: persona, rules, tool catalog.
+    /// (1) The stable prefix: persona, rules.
     pub system: &'a str,
+    /// (1) The tool catalog's tokens (sent beside the messages; fitted to the tools zone
+    /// by its owner, `tools::run::fit_catalog`).
+    pub tools: u32,
     /// (2) The memory block (stable while memories are unchanged).
     pub memory: Option<&'a str>,
     /// (3a) The rolling summary of older turns.
@@ -309,7 +322,7 @@ pub fn assemble(parts: Parts<'_>, encoding: Encoding, window: u32) -> Result<Ass
         .as_ref()
         .map(|m| count(encoding, &m.content))
         .unwrap_or(0);
-    let fixed = system_tokens + memory_tokens + summary_tokens + current_plain;
+    let fixed = system_tokens + parts.tools + memory_tokens + summary_tokens + current_plain;
     if fixed > input_budget {
         return Err(format!(
             "the message needs about {current_plain} tokens, more than the {input_budget} this model can take"
@@ -358,6 +371,7 @@ pub fn assemble(parts: Parts<'_>, encoding: Encoding, window: u32) -> Result<Ass
         messages,
         zones: ZoneTokens {
             system: system_tokens,
+            tools: parts.tools,
             memory: memory_tokens,
             summary: summary_tokens,
             history: history_tokens,
@@ -380,6 +394,7 @@ mod tests {
     fn parts<'a>(history: &'a [(Message, u32)], current: &'a Message) -> Parts<'a> {
         Parts {
             system: "You are Hearth.",
+            tools: 0,
             memory: None,
             summary: None,
             history,

@@ -496,4 +496,7 @@ pub struct TurnInfo {
     pub fallback_from: Option<String>,
     /// Why the main model failed, when the fallback answered.
     pub fallback_reason: Option<String>,
+    /// Tools the model's window had no room for in this turn (the tools zone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_left_out: Vec<String>,
 }

@@ -461,6 +461,10 @@ async fn grants_stay_in_their_conversation_can_be_revoked_and_a_temporary_chat_k
     )
     .await;
     assert!(!user.asked()[0].offers_always);
+    assert!(
+        user.asked()[0].offers_conversation,
+        "\"for this chat\" is offered, kept in the run only"
+    );
     assert_eq!(
         user.asked().len(),
         1,
@@ -1040,4 +1044,248 @@ async fn a_folder_made_read_only_again_refuses_every_change_and_still_reads() {
         .set_writable(&s.docs.join("elsewhere"), true)
         .expect_err("not watched");
     assert_eq!(err.code(), "not_found");
+}
+
+/// `slots` with a model of `window` tokens.
+fn small_slots(server: &LlmServer, window: u32) -> ModelSlots {
+    let mut slots = slots(server);
+    slots.main.context_window = Some(window);
+    slots
+}
+
+fn tool_names(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_small_window_gets_the_read_tools_that_fit_the_same_every_turn_and_no_more() {
+    let s = setup(&[("a.txt", "alpha")]);
+    let nobody = User::new(vec![]);
+    let consent: Arc<dyn Consent> = nobody.clone();
+    let mut conversation: Option<String> = None;
+    let mut arrays = Vec::new();
+    for n in 0..2 {
+        let server = LlmServer::start(vec![
+            call(
+                &format!("d{n}"),
+                "delete_file",
+                serde_json::json!({"path": "a.txt"}),
+            ),
+            done(),
+        ])
+        .await;
+        let outcome = s
+            .hearth
+            .chat(
+                &small_slots(&server, 4_096),
+                ChatOptions {
+                    message: "tidy up".into(),
+                    conversation: conversation.clone(),
+                    tools: ToolSettings::new(Some(consent.clone())),
+                    ..ChatOptions::default()
+                },
+                &CancellationToken::new(),
+                |_| {},
+            )
+            .await
+            .expect("turn");
+        conversation = outcome.conversation.clone();
+        let budget = hearth_core::context::Budgets::for_window(4_096).tools;
+        assert!(outcome.zones.tools > 0 && outcome.zones.tools <= budget);
+        let body = &server.seen()[0].body;
+        let offered = tool_names(body);
+        // Reads first; nothing that deletes fits before every read and write did.
+        assert!(offered.contains(&"read_file".to_owned()), "{offered:?}");
+        assert!(!offered.contains(&"delete_file".to_owned()), "{offered:?}");
+        assert!(
+            outcome.tools_left_out.contains(&"delete_file".to_owned()),
+            "the inspector says what was left out: {:?}",
+            outcome.tools_left_out
+        );
+        let mut all = offered.clone();
+        all.extend(outcome.tools_left_out.iter().cloned());
+        assert_eq!(
+            all.len(),
+            11,
+            "every tool is offered or said to be left out"
+        );
+        // A tool left out cannot be called: the model is told it does not exist, and the
+        // file stays.
+        assert_eq!(outcome.tool_calls[0].decision, Decision::Invalid);
+        assert!(nobody.asked().is_empty());
+        assert!(s.docs.join("a.txt").exists());
+        arrays.push(body["tools"].to_string());
+        // The stored turn says what was left out (the context inspector of the app).
+        let id = conversation.clone().expect("saved");
+        let messages = s.hearth.conversations().messages(&id).expect("messages");
+        let turn = messages
+            .iter()
+            .rev()
+            .find_map(|m| m.turn.clone())
+            .expect("turn info");
+        assert_eq!(turn.tools_left_out, outcome.tools_left_out);
+    }
+    assert_eq!(
+        arrays[0], arrays[1],
+        "the tools array is byte-identical from turn to turn"
+    );
+
+    // A big window offers every tool and leaves none out.
+    let (outcome, server) = turn(&s, vec![done()], &nobody, None, false).await;
+    assert_eq!(tool_names(&server.seen()[0].body).len(), 11);
+    assert!(outcome.tools_left_out.is_empty());
+}
+
+/// A model step asking for tools, reporting `tokens` of usage (input, output).
+fn call_costing(id: &str, tokens: (u64, u64)) -> Reply {
+    let mut data = tool_call_stream(&[(id, "current_time", "{}")]);
+    data.push(
+        serde_json::json!({"choices": [], "usage": {"prompt_tokens": tokens.0,
+            "completion_tokens": tokens.1}})
+        .to_string(),
+    );
+    stream(data)
+}
+
+#[tokio::test]
+async fn a_run_past_its_token_or_cost_budget_answers_without_tools() {
+    let s = setup(&[]);
+    // Tokens: the first step used 900 of 1,000; the second passes the cap.
+    let mut settings = ToolSettings::new(None);
+    settings.max_run_tokens = 1_000;
+    let (outcome, server) = run_turn(
+        &s,
+        "what time is it, again and again",
+        vec![
+            call_costing("t1", (800, 100)),
+            call_costing("t2", (800, 100)),
+            stream(text_stream(&["Enough."], None)),
+        ],
+        settings,
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(outcome.stop_reason, hearth_core::chat::StopReason::Cap);
+    assert_eq!(outcome.tool_calls.len(), 2);
+    assert_eq!(outcome.answer, "Enough.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        tool_names(&seen[1].body).len() == 11,
+        "under the cap: tools"
+    );
+    assert!(tool_names(&seen[2].body).is_empty(), "past it: none");
+    assert!(
+        seen[2]
+            .body
+            .to_string()
+            .contains("budget for tool calls in this turn is used up")
+    );
+
+    // Cost: gpt-4o-mini's list price makes 2M input tokens cost more than USD 0.10.
+    let mut settings = ToolSettings::new(None);
+    settings.max_run_cost_usd = 0.10;
+    let (outcome, server) = run_turn(
+        &s,
+        "what time is it",
+        vec![
+            call_costing("p1", (2_000_000, 10)),
+            stream(text_stream(&["Costly."], None)),
+        ],
+        settings,
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(outcome.stop_reason, hearth_core::chat::StopReason::Cap);
+    assert_eq!(server.seen().len(), 2);
+    assert!(tool_names(&server.seen()[1].body).is_empty());
+}
+
+#[tokio::test]
+async fn each_call_is_told_as_it_starts_and_ends_and_the_user_keeps_the_whole_result() {
+    // A file longer than what the model is given of a tool's output.
+    let long: String = (0..3_000)
+        .map(|i| format!("line {i} of the long report\n"))
+        .collect();
+    assert!(long.len() > hearth_core::tools::MAX_OBSERVATION_BYTES);
+    let s = setup(&[("long.txt", &long)]);
+    let server = LlmServer::start(vec![
+        call("r1", "read_file", serde_json::json!({"path": "long.txt"})),
+        call("d1", "delete_file", serde_json::json!({"path": "long.txt"})),
+        done(),
+    ])
+    .await;
+    let nobody: Arc<dyn Consent> = User::new(vec![]);
+    let mut events: Vec<String> = Vec::new();
+    let outcome = s
+        .hearth
+        .chat(
+            &slots(&server),
+            ChatOptions {
+                message: "read the report, then delete it".into(),
+                tools: ToolSettings::new(Some(nobody)),
+                ..ChatOptions::default()
+            },
+            &CancellationToken::new(),
+            |event| match event {
+                hearth_core::chat::TurnEvent::ToolStarted { id, tool } => {
+                    events.push(format!("start {id} {tool}"))
+                }
+                hearth_core::chat::TurnEvent::ToolEnded(c) => events.push(format!(
+                    "end {} {:?} {:?}",
+                    c.id, c.decision, c.result_status
+                )),
+                hearth_core::chat::TurnEvent::Text(t) => events.push(format!("text {t}")),
+            },
+        )
+        .await
+        .expect("turn");
+    assert_eq!(
+        events,
+        vec![
+            "start r1 read_file",
+            "end r1 Allowed Ok",
+            "start d1 delete_file",
+            "end d1 Denied NotRun",
+            "text Done.",
+        ]
+    );
+    // The model got the start, with a note; the user keeps all of it with the answer.
+    let told = told(&server, 1);
+    assert!(told[0].len() < long.len());
+    assert!(
+        told[0].contains("[truncated:"),
+        "{}",
+        &told[0][told[0].len() - 200..]
+    );
+    let id = outcome.conversation.expect("saved");
+    let calls = s.hearth.conversations().tool_calls(&id).expect("calls");
+    let answer = outcome.message_id.expect("answer");
+    let stored = &calls[&answer];
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].tool, "read_file");
+    assert_eq!(stored[0].shown_result(), long, "the whole file, as read");
+    assert_eq!(stored[1].decision, Decision::Denied);
+    assert_eq!(stored[1].decided_by, DecidedBy::PolicyNoTty);
+    assert!(
+        stored[1].shown_result().contains("no one could be asked"),
+        "{}",
+        stored[1].shown_result()
+    );
+    assert_eq!(
+        stored[1].arguments,
+        serde_json::json!({"path": "long.txt"}),
+        "the arguments as the model sent them"
+    );
 }

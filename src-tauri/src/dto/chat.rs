@@ -39,6 +39,76 @@ pub struct MessageDto {
     /// For an answer: the passages of watched folders it was given, `[1]` first (those whose
     /// file's text is gone since are not listed).
     pub sources: Vec<super::SourceDto>,
+    /// For an answer: the tool calls of its turn, in order.
+    pub tool_calls: Vec<ToolCallDto>,
+}
+
+/// A tool call of a turn, as the chat shows it inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ToolCallDto {
+    /// The model's id for the call.
+    pub call_id: String,
+    pub tool: String,
+    /// `built_in` or `mcp:<server>`.
+    pub origin: String,
+    /// `read`, `write` or `destructive`.
+    pub risk: String,
+    /// The complete arguments, pretty-printed, hidden characters escaped.
+    pub arguments: String,
+    /// `allowed`, `denied` or `invalid`.
+    pub decision: String,
+    /// `user`, `grant`, `auto`, `allow_writes`, `policy_no_tty` or `timeout`.
+    pub decided_by: String,
+    /// Untrusted content earlier in the turn made the gate ask.
+    pub escalated: bool,
+    /// `ok`, `error`, `not_run`, `timeout` or `cancelled`.
+    pub result_status: String,
+    /// The whole result (or why the call did not run), hidden characters escaped.
+    pub result: String,
+}
+
+fn word<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+impl From<&hearth_core::tools::CallRecord> for ToolCallDto {
+    fn from(c: &hearth_core::tools::CallRecord) -> Self {
+        Self {
+            call_id: c.id.clone(),
+            tool: c.tool.clone(),
+            origin: c.origin.label(),
+            risk: c.risk.as_str().to_owned(),
+            arguments: c.arguments_for_display(),
+            decision: word(&c.decision),
+            decided_by: word(&c.decided_by),
+            escalated: c.escalated,
+            result_status: word(&c.result_status),
+            result: c.result_for_display(),
+        }
+    }
+}
+
+/// The model asked for a tool in a running turn; the gate is checking it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatToolStartedEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub call_id: String,
+    pub tool: String,
+}
+
+/// A tool call of a running turn ended (decided, and run or not).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatToolEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub call: ToolCallDto,
 }
 
 /// Tokens per zone of the prompt a turn sent (the context inspector).
@@ -63,6 +133,8 @@ pub struct ZonesDto {
     pub input_budget: u32,
     /// The model's advertised context window.
     pub window: u32,
+    /// The tools offered to the model (their definitions).
+    pub tools: u32,
     /// Earlier messages left out to fit (covered by the summary when there is one).
     pub dropped: u32,
 }
@@ -79,6 +151,7 @@ impl From<hearth_core::context::ZoneTokens> for ZonesDto {
             output_reserve: z.output_reserve,
             input_budget: z.input_budget,
             window: z.window,
+            tools: z.tools,
             dropped: z.dropped,
         }
     }
@@ -95,6 +168,7 @@ impl From<hearth_core::chat::TurnInfo> for TurnInfoDto {
             cost_usd: t.cost_usd,
             zones: Some(t.zones.into()),
             fallback_from: t.fallback_from,
+            tools_left_out: t.tools_left_out,
         }
     }
 }
@@ -116,6 +190,8 @@ pub struct TurnInfoDto {
     pub zones: Option<ZonesDto>,
     /// Set when the main model failed and the enabled fallback answered: the main model's name.
     pub fallback_from: Option<String>,
+    /// Tools the model's window had no room for in this turn.
+    pub tools_left_out: Vec<String>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.
@@ -154,6 +230,10 @@ pub struct ChatDoneEvent {
     pub turn: TurnInfoDto,
     /// The passages of watched folders the answer was given, `[1]` first.
     pub sources: Vec<super::SourceDto>,
+    /// The tool calls of the turn, in order.
+    pub tool_calls: Vec<ToolCallDto>,
+    /// Why the run ended: `answer`, `cap`, `cancelled` or `timeout`.
+    pub stop_reason: String,
 }
 
 /// A turn that failed.

@@ -24,8 +24,11 @@ pub struct ConsentRequestDto {
     pub reason: String,
     /// The untrusted content that came before the request, when escalated.
     pub escalated_by: Option<String>,
-    /// Whether "for this conversation" and "always" are offered (never for destructive).
+    /// Whether "always" is offered (never for destructive, nor in a temporary chat).
     pub offers_always: bool,
+    /// Whether "for this conversation" is offered (never for destructive; in a temporary
+    /// chat it lasts for the chat's run only).
+    pub offers_conversation: bool,
 }
 
 impl From<hearth_core::tools::gate::Pending> for ConsentRequestDto {
@@ -42,6 +45,7 @@ impl From<hearth_core::tools::gate::Pending> for ConsentRequestDto {
             reason: r.reason,
             escalated_by: r.escalated_by,
             offers_always: r.offers_always,
+            offers_conversation: r.offers_conversation,
         }
     }
 }

@@ -15,6 +15,8 @@ pub(super) struct Prompt<'a> {
     memory: Option<String>,
     passages: Vec<Passage>,
     user: Message,
+    /// The tokens of the run's tools array (fitted to the tools zone before assembly).
+    tools: u32,
 }
 
 impl<'a> Prompt<'a> {
@@ -35,7 +37,13 @@ impl<'a> Prompt<'a> {
             memory,
             passages,
             user: Message::user(turn.text.clone()),
+            tools: 0,
         }
+    }
+
+    /// The tokens the tools array takes (counted into the budget of every assembly).
+    pub fn set_tools_tokens(&mut self, tokens: u32) {
+        self.tools = tokens;
     }
 
     /// The texts of the passages the prompt may carry (for the tools' quoting rule).
@@ -53,6 +61,7 @@ impl<'a> Prompt<'a> {
         context::assemble(
             Parts {
                 system: SYSTEM_PROMPT,
+                tools: self.tools,
                 memory: self.memory.as_deref(),
                 summary: self.turn.summary.as_deref(),
                 history: &self.turn.history,

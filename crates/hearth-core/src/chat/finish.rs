@@ -27,6 +27,7 @@ pub(super) fn finish(
         tool_calls,
         capped,
         timed_out,
+        tools_left_out,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -73,6 +74,7 @@ pub(super) fn finish(
         zones,
         fallback_from: fallback_from.as_ref().map(|f| f.0.clone()),
         fallback_reason: fallback_from.as_ref().map(|f| f.1.clone()),
+        tools_left_out: tools_left_out.clone(),
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -147,6 +149,7 @@ pub(super) fn finish(
     };
     Ok(TurnOutcome {
         tool_calls,
+        tools_left_out,
         stop_reason,
         learn_job,
         sources,

@@ -70,6 +70,17 @@ pub struct ChatOptions {
     pub tools: crate::tools::gate::ToolSettings,
 }
 
+/// What a turn tells its front end as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum TurnEvent<'a> {
+    /// A piece of the answer's text.
+    Text(&'a str),
+    /// The model asked for a tool: the gate is checking it (and may be asking the user).
+    ToolStarted { id: &'a str, tool: &'a str },
+    /// A tool call ended: what the gate decided, how it ran, its result.
+    ToolEnded(&'a crate::tools::CallRecord),
+}
+
 /// Why the turn's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,6 +126,8 @@ pub struct TurnOutcome {
     pub sources: Vec<crate::folders::cite::Source>,
     /// The tool calls the model made, with what the gate decided and how each ended.
     pub tool_calls: Vec<crate::tools::CallRecord>,
+    /// Tools the model's window had no room for (the tools zone; the context inspector).
+    pub tools_left_out: Vec<String>,
     pub stop_reason: StopReason,
 }
 
@@ -130,14 +143,24 @@ pub(crate) struct TurnContext<'a> {
     pub cancel: &'a CancellationToken,
 }
 
-/// Runs one turn through the stages; `on_text` gets each piece of the answer.
+/// Runs one turn through the stages; `on_event` hears each piece of the answer and each
+/// tool call.
 pub(crate) async fn run_turn(
     ctx: &TurnContext<'_>,
     opts: ChatOptions,
-    on_text: impl FnMut(&str) + Send,
+    on_event: impl FnMut(TurnEvent<'_>) + Send,
 ) -> Result<TurnOutcome> {
     let turn = prepare::prepare(ctx, &opts).await?;
-    let prompt = assemble::Prompt::gather(ctx, &opts, &turn).await;
+    let mut prompt = assemble::Prompt::gather(ctx, &opts, &turn).await;
+    let mut tools = crate::tools::run::ToolRun::new(
+        opts.tools.clone(),
+        ctx.store.clone(),
+        turn.conversation.clone(),
+    );
+    // The tools array, fitted once to the tools zone of the model's window: the same on
+    // every call of the turn, and every turn with this model (the prompt cache keeps it).
+    let budget = crate::context::Budgets::for_window(turn.window).tools;
+    prompt.set_tools_tokens(tools.fit(budget, turn.encoding).tokens);
     let assembled = match prompt.assemble(turn.window, turn.encoding) {
         Ok(a) => a,
         Err(e) => {
@@ -146,13 +169,8 @@ pub(crate) async fn run_turn(
         }
     };
     let rows = stream::begin(ctx, &turn, prompt.user())?;
-    let mut tools = crate::tools::run::ToolRun::new(
-        opts.tools.clone(),
-        ctx.store.clone(),
-        turn.conversation.clone(),
-    );
     tools.set_turn(&turn.text, ctx.sources.retrieval.clone());
     let streamed =
-        stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_text).await?;
+        stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_event).await?;
     finish::finish(ctx, &opts, &turn, rows, streamed)
 }

@@ -76,10 +76,15 @@ pub(super) struct Streamed<'a> {
     pub capped: bool,
     /// True when it was the run's time limit.
     pub timed_out: bool,
+    /// Tools the tools zone had no room for.
+    pub tools_left_out: Vec<String>,
 }
 
 /// Said to the model when the run's time is up: answer with what it has.
 const TIMEOUT_NOTE: &str = "The time for tool calls in this turn is up. Answer now with what you have, and say what is left undone.";
+
+/// Said to the model when the run's token or cost cap is reached.
+const BUDGET_NOTE: &str = "The token and cost budget for tool calls in this turn is used up. Answer now with what you have, and say what is left undone.";
 
 /// Said to the model when the iteration cap is reached: answer with what it has.
 const CAP_NOTE: &str = "The limit of tool calls for this turn is reached. Answer now with what you have, and say what is left undone.";
@@ -91,7 +96,7 @@ pub(super) async fn stream<'a>(
     assembled: Assembled,
     rows: &Rows,
     tools: &mut ToolRun,
-    mut on_text: impl FnMut(&str) + Send,
+    mut on_event: impl FnMut(super::TurnEvent<'_>) + Send,
 ) -> Result<Streamed<'a>> {
     let slots: &'a super::ModelSlots = ctx.slots;
     let mut model: &'a ChatModel = &slots.main;
@@ -138,7 +143,7 @@ pub(super) async fn stream<'a>(
                         if let Ok(mut s) = sink.lock() {
                             s.push_str(&t);
                         }
-                        on_text(&t);
+                        on_event(super::TurnEvent::Text(&t));
                         crate::failpoint::panic_at("turn");
                     }
                 })
@@ -168,6 +173,12 @@ pub(super) async fn stream<'a>(
                                 j += 1;
                             }
                         }
+                        for call in &calls[i..j] {
+                            on_event(super::TurnEvent::ToolStarted {
+                                id: &call.id,
+                                tool: &call.name,
+                            });
+                        }
                         let records = if j - i > 1 {
                             tools.handle_reads(&calls[i..j], ctx.cancel).await
                         } else {
@@ -185,6 +196,7 @@ pub(super) async fn stream<'a>(
                                 .save(rows.answer_id, tool_calls.len(), &record)
                                 .await?;
                             crate::failpoint::failpoint!("tool_saved");
+                            on_event(super::TurnEvent::ToolEnded(&record));
                             messages.push(Message {
                                 role: Role::Tool,
                                 content: record.observation.clone(),
@@ -204,6 +216,11 @@ pub(super) async fn stream<'a>(
                     }
                     // The run's time, less the time the user took to answer.
                     let spent = run_started.elapsed().saturating_sub(tools.consent_wait());
+                    let tokens = carried_usage.input_tokens + carried_usage.output_tokens;
+                    let cost = turn
+                        .models
+                        .cost(&model.provider.base_url, &model.model, carried_usage)
+                        .unwrap_or(0.0);
                     if spent >= tools.settings().run_timeout {
                         capped = true;
                         timed_out = true;
@@ -211,6 +228,12 @@ pub(super) async fn stream<'a>(
                     } else if iterations >= tools.settings().max_iterations {
                         capped = true;
                         messages.push(Message::user(CAP_NOTE));
+                    } else if tokens >= tools.settings().max_run_tokens
+                        || cost >= tools.settings().max_run_cost_usd
+                    {
+                        tracing::info!(tokens, "the run's token or cost cap is reached");
+                        capped = true;
+                        messages.push(Message::user(BUDGET_NOTE));
                     }
                     continue;
                 }
@@ -313,6 +336,7 @@ pub(super) async fn stream<'a>(
         tool_calls,
         capped,
         timed_out,
+        tools_left_out: tools.left_out(),
     })
 }
 

@@ -41,14 +41,26 @@ struct Request {
     path: PathBuf,
     kind: Kind,
     limits: Limits,
+    /// Answer with the file's text, cut to this many bytes, instead of its chunks (the
+    /// `read_file` tool).
+    #[serde(default)]
+    text_only: Option<usize>,
 }
 
 /// One answer.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Answer {
-    Chunks { hash: String, chunks: Vec<Draft> },
+    Chunks {
+        hash: String,
+        chunks: Vec<Draft>,
+    },
     Refused(Refusal),
+    /// The text of a `text_only` request, and whether it was cut.
+    Text {
+        text: String,
+        cut: bool,
+    },
 }
 
 /// What extraction made of a file.
@@ -147,6 +159,29 @@ fn answer(req: &Request) -> Answer {
         .unwrap_or_default();
     crate::failpoint::delay(&format!("extract:{name}"));
     crate::failpoint::hit(&format!("extract:{name}"));
+    if let Some(max) = req.text_only {
+        return match std::panic::catch_unwind(|| {
+            super::extract::extract(&req.path, req.kind, &req.limits)
+        }) {
+            Ok(Ok(doc)) => {
+                let mut text = doc.text;
+                let cut = text.len() > max;
+                if cut {
+                    let mut end = max;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                }
+                Answer::Text { text, cut }
+            }
+            Ok(Err(refusal)) => Answer::Refused(refusal),
+            Err(_) => Answer::Refused(Refusal::new(
+                Reason::Corrupt,
+                format!("the {} reader failed on it", req.kind.as_str()),
+            )),
+        };
+    }
     let result = std::panic::catch_unwind(|| {
         super::extract::extract(&req.path, req.kind, &req.limits)
             .map(|doc| (doc.hash.clone(), super::chunk::chunk(&doc)))
@@ -266,13 +301,67 @@ impl Worker {
         kind: Kind,
         limits: Limits,
     ) -> std::io::Result<Extraction> {
-        let timeout = self.command.timeout;
-        let request = serde_json::to_vec(&Request {
+        let request = Request {
             path: path.to_path_buf(),
             kind,
             limits,
+            text_only: None,
+        };
+        Ok(match self.ask(&request, &|| false)? {
+            Answer::Chunks { hash, chunks } => Extraction::Chunks { hash, chunks },
+            Answer::Refused(r) => Extraction::Refused(r),
+            Answer::Text { .. } => {
+                self.running = None;
+                Extraction::Refused(Refusal::new(
+                    Reason::Corrupt,
+                    "the extraction worker gave a malformed answer",
+                ))
+            }
         })
-        .map_err(std::io::Error::other)?;
+    }
+
+    /// The text of `path` (a PDF, a DOCX, a web page …), at most `max_bytes` of it, and
+    /// whether it was cut. `stopped` is asked every few milliseconds while the child works:
+    /// when it says yes, the child is killed (and reaped) and the result is an
+    /// `Interrupted` error. Never fails on the file's account; only starting the worker (or
+    /// the stop) can fail.
+    pub fn extract_text(
+        &mut self,
+        path: &Path,
+        kind: Kind,
+        limits: Limits,
+        max_bytes: usize,
+        stopped: &dyn Fn() -> bool,
+    ) -> std::io::Result<Result<(String, bool), Refusal>> {
+        let request = Request {
+            path: path.to_path_buf(),
+            kind,
+            limits,
+            text_only: Some(max_bytes),
+        };
+        Ok(match self.ask(&request, stopped)? {
+            Answer::Text { text, cut } => Ok((text, cut)),
+            Answer::Refused(r) => Err(r),
+            Answer::Chunks { .. } => {
+                self.running = None;
+                Err(Refusal::new(
+                    Reason::Corrupt,
+                    "the extraction worker gave a malformed answer",
+                ))
+            }
+        })
+    }
+
+    /// The pid of the running child, if one is running (tests watch it die).
+    pub fn child_pid(&self) -> Option<u32> {
+        self.running.as_ref().map(|r| r.child.id())
+    }
+
+    /// Sends `request` and waits for its answer: up to the timeout, and while `stopped`
+    /// says no (asked every [`STOP_POLL`]).
+    fn ask(&mut self, request: &Request, stopped: &dyn Fn() -> bool) -> std::io::Result<Answer> {
+        let timeout = self.command.timeout;
+        let request = serde_json::to_vec(request).map_err(std::io::Error::other)?;
         let running = self.start()?;
         let sent = running
             .stdin
@@ -290,13 +379,28 @@ impl Worker {
         let Some(running) = self.running.as_mut() else {
             return Err(std::io::Error::other("the worker did not start"));
         };
-        let outcome = match running.answers.recv_timeout(timeout) {
+        let started = std::time::Instant::now();
+        let received = loop {
+            let left = timeout.saturating_sub(started.elapsed());
+            match running.answers.recv_timeout(left.min(STOP_POLL)) {
+                Err(mpsc::RecvTimeoutError::Timeout) if stopped() => {
+                    // Dropping the child kills it and waits for it.
+                    self.running = None;
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::Interrupted,
+                        "the reading was stopped",
+                    ));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => continue,
+                other => break other,
+            }
+        };
+        let answer = match received {
             Ok(Ok(line)) => match serde_json::from_slice::<Answer>(&line) {
-                Ok(Answer::Chunks { hash, chunks }) => Extraction::Chunks { hash, chunks },
-                Ok(Answer::Refused(r)) => Extraction::Refused(r),
+                Ok(answer) => answer,
                 Err(_) => {
                     self.running = None;
-                    Extraction::Refused(Refusal::new(
+                    Answer::Refused(Refusal::new(
                         Reason::Corrupt,
                         "the extraction worker gave a malformed answer",
                     ))
@@ -305,7 +409,7 @@ impl Worker {
             Ok(Err(e)) => {
                 self.running = None;
                 let too_large = e.kind() == std::io::ErrorKind::FileTooLarge;
-                Extraction::Refused(if too_large {
+                Answer::Refused(if too_large {
                     Refusal::new(Reason::TooLarge, "its text is too large to index")
                 } else {
                     Refusal::new(Reason::Corrupt, "the extraction worker stopped on it")
@@ -313,22 +417,25 @@ impl Worker {
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 self.running = None;
-                Extraction::Refused(Refusal::new(
+                Answer::Refused(Refusal::new(
                     Reason::Timeout,
                     format!("reading it took over {:.1} s", timeout.as_secs_f64()),
                 ))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 self.running = None;
-                Extraction::Refused(Refusal::new(
+                Answer::Refused(Refusal::new(
                     Reason::Corrupt,
                     "the extraction worker crashed on it",
                 ))
             }
         };
-        Ok(outcome)
+        Ok(answer)
     }
 }
+
+/// How often a waiting [`Worker::extract_text`] asks whether it was stopped.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// Reads answers (one line each, at most [`MAX_ANSWER_BYTES`]) until the child's stdout
 /// closes or an answer is too long.

@@ -67,6 +67,15 @@ impl ConversationService {
         crate::folders::cite::sources_of_conversation(&self.hearth.inner.store, id)
     }
 
+    /// The tool calls of every answer of conversation `id`, by message id, in the order
+    /// they were made: what the gate decided, how each ended, and its whole result.
+    pub fn tool_calls(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::HashMap<i64, Vec<crate::tools::CallRecord>>> {
+        crate::tools::history::calls_of_conversation(&self.hearth.inner.store, id)
+    }
+
     /// Renames a conversation; the title is trimmed and cannot be empty.
     pub fn rename(&self, id: &str, title: &str) -> Result<()> {
         if self.store().rename(id, title)? {

@@ -274,14 +274,15 @@ impl Hearth {
         ConversationService::new(self.clone())
     }
 
-    /// Runs one chat turn, calling `on_text` with each piece of the answer as it streams.
+    /// Runs one chat turn, calling `on_event` with each piece of the answer as it streams
+    /// and with each tool call as it starts and ends.
     /// Cancelling `cancel` stops the answer and keeps what arrived, marked as stopped.
     pub async fn chat(
         &self,
         models: &ModelSlots,
         options: ChatOptions,
         cancel: &tokio_util::sync::CancellationToken,
-        on_text: impl FnMut(&str) + Send,
+        on_event: impl FnMut(crate::chat::TurnEvent<'_>) + Send,
     ) -> Result<TurnOutcome> {
         let sources = self
             .inner
@@ -297,7 +298,7 @@ impl Hearth {
             owner: self.inner.liveness.as_ref().map(|l| l.id.as_str()),
             cancel,
         };
-        let outcome = crate::chat::run_turn(&ctx, options, on_text).await?;
+        let outcome = crate::chat::run_turn(&ctx, options, on_event).await?;
         if outcome.learn_job.is_some() {
             // Answer, then learn: the app's memory worker takes the job now; the CLI runs
             // it itself (see `JobRunner::run_job`).

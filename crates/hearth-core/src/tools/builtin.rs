@@ -98,6 +98,9 @@ pub struct Env {
     pub store: crate::store::Store,
     pub conversation: Option<String>,
     pub retrieval: Option<std::sync::Arc<dyn crate::context::RetrievalSource>>,
+    /// The extraction worker `read_file` reads PDFs, DOCX and web pages with (a child
+    /// process: a hostile file cannot hang or crash Hearth, and a stop kills it).
+    pub worker: Option<crate::folders::worker::WorkerCommand>,
 }
 
 /// The passages' budget of one `search_documents` call.
@@ -509,8 +512,9 @@ impl Action {
         }
     }
 
-    /// Runs the action, after checking its paths once more.
-    pub fn execute(&self, env: &Env) -> Output {
+    /// Runs the action, after checking its paths once more. `cancel` is the user's stop:
+    /// an action that runs a child process (`read_file` on a PDF) kills it when it fires.
+    pub fn execute(&self, env: &Env, cancel: &tokio_util::sync::CancellationToken) -> Output {
         let folders = env.folders.as_slice();
         let fail = |text: String| Output {
             text,
@@ -579,7 +583,7 @@ impl Action {
                 },
                 Err(e) => fail(format!("could not list {}: {e}", r.path.display())),
             },
-            Action::Read(r) => match read_text(&r.path) {
+            Action::Read(r) => match read_any(&r.path, env, cancel) {
                 Ok(text) => Output {
                     text,
                     ok: true,
@@ -761,6 +765,53 @@ fn list(dir: &std::path::Path) -> std::io::Result<String> {
         return Ok("(empty)".into());
     }
     Ok(out.join("\n"))
+}
+
+/// A file's text, bounded: PDFs, DOCX and web pages through the extraction worker (a
+/// child the user's stop kills), anything else as text (binary files refused).
+fn read_any(
+    path: &std::path::Path,
+    env: &Env,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<String, String> {
+    use crate::folders::extract::{Kind, Limits};
+    let kind = match Kind::of(path) {
+        Some(k @ (Kind::Pdf | Kind::Docx | Kind::Html)) => k,
+        Some(_) => return read_text(path),
+        None => {
+            return Err(format!(
+                "{} is not a document read_file can read (images, media and archives are not)",
+                path.display()
+            ));
+        }
+    };
+    let command = match &env.worker {
+        Some(c) => c.clone(),
+        None => crate::folders::worker::WorkerCommand::current_exe()
+            .map_err(|e| format!("the document reader could not start: {e}"))?,
+    };
+    let mut worker = crate::folders::worker::Worker::new(command);
+    match worker.extract_text(path, kind, Limits::default(), READ_MAX_BYTES, &|| {
+        cancel.is_cancelled()
+    }) {
+        Ok(Ok((mut text, cut))) => {
+            if cut {
+                text.push_str(&format!(
+                    "\n[the document is longer; only its first {READ_MAX_BYTES} bytes of text are shown]"
+                ));
+            }
+            Ok(text)
+        }
+        Ok(Err(refusal)) => Err(format!(
+            "could not read {}: {}",
+            path.display(),
+            refusal.message
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            Err("the reading was stopped by the user".into())
+        }
+        Err(e) => Err(format!("could not read {}: {e}", path.display())),
+    }
 }
 
 /// A file's text, bounded; binary files are refused.

@@ -33,8 +33,12 @@ pub struct ConsentRequest {
     pub reason: String,
     /// The untrusted content that preceded this request in the turn, when escalated.
     pub escalated_by: Option<String>,
-    /// Whether "always allow this tool" is offered (never for destructive calls).
+    /// Whether "always allow this tool" is offered (never for destructive calls, nor in a
+    /// temporary chat, which stores nothing).
     pub offers_always: bool,
+    /// Whether "allow for this conversation" is offered (never for destructive calls; in a
+    /// temporary chat it lasts for the rest of the chat's run and is never stored).
+    pub offers_conversation: bool,
 }
 
 /// The user's answer.
@@ -79,6 +83,15 @@ pub struct ToolSettings {
     /// How long a run's tool steps may take, not counting the time waiting for consent;
     /// then the final answer is forced (`stop_reason: timeout`).
     pub run_timeout: Duration,
+    /// Tokens (input + output, every model call of the run) after which no more tools are
+    /// offered and the final answer is forced (`stop_reason: cap`).
+    pub max_run_tokens: u64,
+    /// USD the run's model calls may cost (when the price is known) before the final
+    /// answer is forced (`stop_reason: cap`).
+    pub max_run_cost_usd: f64,
+    /// The extraction worker `read_file` uses for PDFs, DOCX and web pages (`None`: this
+    /// binary with the worker argument, as the indexer does).
+    pub worker: Option<crate::folders::worker::WorkerCommand>,
 }
 
 impl std::fmt::Debug for ToolSettings {
@@ -99,6 +112,10 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 /// Model calls in one run (`HEARTH_MAX_ITERATIONS`).
 pub const MAX_ITERATIONS: usize = 12;
+/// Tokens one run may use across its model calls (`HEARTH_RUN_MAX_TOKENS`).
+pub const MAX_RUN_TOKENS: u64 = 400_000;
+/// What one run's model calls may cost, in USD (`HEARTH_RUN_MAX_COST_USD`).
+pub const MAX_RUN_COST_USD: f64 = 1.0;
 
 fn env_ms(name: &str, default: Duration) -> Duration {
     std::env::var(name)
@@ -129,6 +146,17 @@ impl ToolSettings {
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|n| *n > 0)
                 .unwrap_or(MAX_ITERATIONS),
+            max_run_tokens: std::env::var("HEARTH_RUN_MAX_TOKENS")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(MAX_RUN_TOKENS),
+            max_run_cost_usd: std::env::var("HEARTH_RUN_MAX_COST_USD")
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|n| n.is_finite() && *n > 0.0)
+                .unwrap_or(MAX_RUN_COST_USD),
+            worker: None,
         }
     }
 
@@ -222,9 +250,8 @@ impl ConsentQueue {
             return false;
         };
         let answer = match answer {
-            Answer::AllowAlways | Answer::AllowConversation if !request.offers_always => {
-                Answer::AllowOnce
-            }
+            Answer::AllowAlways if !request.offers_always => Answer::AllowOnce,
+            Answer::AllowConversation if !request.offers_conversation => Answer::AllowOnce,
             a => a,
         };
         let sent = tx.send(answer).is_ok();
@@ -318,6 +345,7 @@ mod tests {
             reason: "r".into(),
             escalated_by: None,
             offers_always,
+            offers_conversation: offers_always,
         }
     }
 

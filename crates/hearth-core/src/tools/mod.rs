@@ -18,6 +18,7 @@
 pub mod builtin;
 pub mod gate;
 pub mod grants;
+pub mod history;
 pub mod paths;
 pub mod run;
 
@@ -60,6 +61,16 @@ impl Origin {
         match self {
             Origin::BuiltIn => "built_in".into(),
             Origin::Mcp(s) => format!("mcp:{s}"),
+        }
+    }
+}
+
+impl Origin {
+    /// The origin a [`Origin::label`] names.
+    pub fn from_label(label: &str) -> Self {
+        match label.strip_prefix("mcp:") {
+            Some(server) => Origin::Mcp(server.to_owned()),
+            None => Origin::BuiltIn,
         }
     }
 }
@@ -140,9 +151,35 @@ pub struct CallRecord {
     /// What the model was told (truncated past the size limit).
     #[serde(skip)]
     pub observation: String,
+    /// What the user is shown: the tool's whole output (the model got it truncated past
+    /// [`MAX_OBSERVATION_BYTES`]), or why it did not run.
+    #[serde(skip)]
+    pub result: String,
     /// The memory the call created or removed (its audit payload goes with it).
     #[serde(skip)]
     pub memory: Option<String>,
+}
+
+impl CallRecord {
+    /// What the user is shown of the call's result.
+    pub fn shown_result(&self) -> &str {
+        if self.result.is_empty() {
+            &self.observation
+        } else {
+            &self.result
+        }
+    }
+
+    /// The arguments as a person reads them: pretty-printed, hidden characters escaped
+    /// (as the consent request shows them).
+    pub fn arguments_for_display(&self) -> String {
+        gate::escape_for_display(&serde_json::to_string_pretty(&self.arguments).unwrap_or_default())
+    }
+
+    /// The result as a person reads it: hidden characters escaped.
+    pub fn result_for_display(&self) -> String {
+        gate::escape_for_display(self.shown_result())
+    }
 }
 
 /// Tool output past this many bytes reaches the model truncated, with a note.

@@ -70,6 +70,58 @@ pub struct ToolRun {
     user_asked_to_remember: bool,
     /// Time spent waiting for answers.
     consent_wait: Duration,
+    /// The tools array of the run, fitted to the tools zone ([`ToolRun::fit`]); `None`
+    /// until fitted (then every enabled tool is offered).
+    catalog: Option<Catalog>,
+}
+
+/// The tools array offered to the model, fitted to the tools zone of the window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    pub specs: Vec<ToolSpec>,
+    /// What the array costs, counted as the provider receives it.
+    pub tokens: u32,
+    /// Tools that did not fit the zone (the context inspector lists them).
+    pub left_out: Vec<String>,
+}
+
+/// Framing tokens per tool in a tools array (the provider's wrapper around each).
+const TOOL_OVERHEAD: u32 = 8;
+
+/// The tokens one tool costs in the tools array: its JSON as sent.
+pub fn spec_tokens(spec: &ToolSpec, encoding: crate::tokens::Encoding) -> u32 {
+    let json = serde_json::json!({
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+    });
+    encoding.count(&json.to_string()) as u32 + TOOL_OVERHEAD
+}
+
+/// The tools of `specs` (given read tools first, then write, then destructive) that fit
+/// `budget` tokens: taken in that order, a tier's tools while they fit; once a tool of a
+/// tier is left out, no tool of a riskier tier goes in (a small model gets its reads
+/// before anything that changes files). A function of its inputs only, so a conversation
+/// with the same model and enabled tools gets the same array every turn (the prompt cache
+/// keeps it).
+pub fn fit_catalog(
+    specs: &[(ToolSpec, Risk)],
+    budget: u32,
+    encoding: crate::tokens::Encoding,
+) -> Catalog {
+    let mut out = Catalog::default();
+    let mut cut_at: Option<Risk> = None;
+    for (spec, risk) in specs {
+        let cost = spec_tokens(spec, encoding);
+        let blocked = cut_at.is_some_and(|r| *risk > r);
+        if !blocked && out.tokens + cost <= budget {
+            out.tokens += cost;
+            out.specs.push(spec.clone());
+        } else {
+            cut_at = Some(cut_at.map_or(*risk, |r| r.min(*risk)));
+            out.left_out.push(spec.name.clone());
+        }
+    }
+    out
 }
 
 impl ToolRun {
@@ -86,6 +138,7 @@ impl ToolRun {
             retrieval: None,
             user_asked_to_remember: false,
             consent_wait: Duration::ZERO,
+            catalog: None,
         }
     }
 
@@ -104,19 +157,56 @@ impl ToolRun {
         self.passages = texts.iter().map(|t| words(t)).collect();
     }
 
-    /// The tools array of every request of the run: the same each turn, so the prompt
-    /// cache keeps it (SPEC §3).
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    /// Every enabled tool with its tier, read tools first.
+    fn enabled_specs(&self) -> Vec<(ToolSpec, Risk)> {
         if !self.settings.enabled {
             return Vec::new();
         }
         ALL.iter()
-            .map(|t| ToolSpec {
-                name: t.name().into(),
-                description: t.description().into(),
-                parameters: t.parameters(),
+            .map(|t| {
+                (
+                    ToolSpec {
+                        name: t.name().into(),
+                        description: t.description().into(),
+                        parameters: t.parameters(),
+                    },
+                    t.risk(),
+                )
             })
             .collect()
+    }
+
+    /// Fits the tools array to the tools zone of the window (`budget` tokens, counted
+    /// with `encoding`); the run offers that array on every call.
+    pub fn fit(&mut self, budget: u32, encoding: crate::tokens::Encoding) -> &Catalog {
+        self.catalog
+            .insert(fit_catalog(&self.enabled_specs(), budget, encoding))
+    }
+
+    /// The tools array of every request of the run: the same each turn, so the prompt
+    /// cache keeps it (SPEC §3).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        match &self.catalog {
+            Some(c) => c.specs.clone(),
+            None => self.enabled_specs().into_iter().map(|(s, _)| s).collect(),
+        }
+    }
+
+    /// Tools the window had no room for (none before [`ToolRun::fit`]).
+    pub fn left_out(&self) -> Vec<String> {
+        self.catalog
+            .as_ref()
+            .map(|c| c.left_out.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether `name` is offered to the model in this run.
+    fn offered(&self, name: &str) -> bool {
+        self.settings.enabled
+            && self
+                .catalog
+                .as_ref()
+                .is_none_or(|c| c.specs.iter().any(|s| s.name == name))
     }
 
     /// Handles one call the model made; the record says what happened and what the
@@ -202,11 +292,15 @@ impl ToolRun {
         let tool = BuiltIn::from_name(&call.name);
         let mut record = first_record(call);
         let arguments = record.arguments.clone();
-        let Some(tool) = tool.filter(|_| self.settings.enabled) else {
+        let Some(tool) = tool.filter(|t| self.offered(t.name())) else {
             record.observation = format!(
                 "Error: there is no tool named `{}`. The tools are: {}.",
                 call.name,
-                ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+                self.specs()
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             return Err(record);
         };
@@ -238,6 +332,7 @@ impl ToolRun {
             store: self.store.clone(),
             conversation: self.conversation.clone(),
             retrieval: self.retrieval.clone(),
+            worker: self.settings.worker.clone(),
         };
         let action = {
             let (args, folders) = (arguments.clone(), folders.clone());
@@ -301,6 +396,7 @@ impl ToolRun {
                     escalated_by: escalated_by.clone(),
                     // A temporary chat stores nothing, so it offers no lasting grant.
                     offers_always: risk != Risk::Destructive && self.conversation.is_some(),
+                    offers_conversation: risk != Risk::Destructive,
                 };
                 self.ask(&request, risk).await
             }
@@ -368,12 +464,18 @@ impl ToolRun {
                 ),
                 escalated_by: None,
                 offers_always: false,
+                offers_conversation: false,
             };
             match self.ask(&request, Risk::Destructive).await {
                 Ok(by) => {
                     record.decided_by = by;
                     let folders = folders.clone();
-                    match tokio::task::spawn_blocking(move || permanent.execute(&folders)).await {
+                    match tokio::task::spawn_blocking(move || {
+                        // A delete is not a child process: nothing for a stop to kill.
+                        permanent.execute(&folders, &CancellationToken::new())
+                    })
+                    .await
+                    {
                         Ok(o) => output = o,
                         Err(_) => {
                             record.result_status = ResultStatus::Error;
@@ -405,6 +507,9 @@ impl ToolRun {
             ResultStatus::Error
         };
         let text = truncate_observation(&output.text, MAX_OBSERVATION_BYTES);
+        // The user keeps the whole output, as the tool gave it (the model gets it cut past
+        // the size limit, and untrusted text inside `<data>`).
+        record.result = output.text.clone();
         record.observation = if output.untrusted {
             if self.untrusted.is_none() {
                 let what = arguments
@@ -572,6 +677,7 @@ fn first_record(call: &ToolCall) -> CallRecord {
         escalated: false,
         result_status: ResultStatus::NotRun,
         observation: String::new(),
+        result: String::new(),
         memory: None,
     }
 }
@@ -608,8 +714,8 @@ async fn execute(
         }
         let run = {
             use tracing::Instrument;
-            let (action, env) = (ready.action.clone(), ready.env.clone());
-            tokio::task::spawn_blocking(move || action.execute(&env))
+            let (action, env, stop) = (ready.action.clone(), ready.env.clone(), cancel.clone());
+            tokio::task::spawn_blocking(move || action.execute(&env, &stop))
                 .instrument(tracing::info_span!("tool_call", tool = name, attempt))
         };
         let output = tokio::select! {
@@ -751,7 +857,7 @@ fn save(
                 enum_text(&r.decided_by),
                 r.escalated,
                 enum_text(&r.result_status),
-                r.observation,
+                r.shown_result(),
                 crate::time::now_millis(),
             ],
         )?;
@@ -759,7 +865,7 @@ fn save(
     })
 }
 
-fn enum_text<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn enum_text<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -33,6 +33,11 @@ reason: string,
  */
 escalated_by: string | null, 
 /**
- * Whether "for this conversation" and "always" are offered (never for destructive).
+ * Whether "always" is offered (never for destructive, nor in a temporary chat).
  */
-offers_always: boolean, };
+offers_always: boolean, 
+/**
+ * Whether "for this conversation" is offered (never for destructive; in a temporary
+ * chat it lasts for the chat's run only).
+ */
+offers_conversation: boolean, };

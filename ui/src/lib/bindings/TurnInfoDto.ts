@@ -12,4 +12,8 @@ cost_usd: number | null, zones: ZonesDto | null,
 /**
  * Set when the main model failed and the enabled fallback answered: the main model's name.
  */
-fallback_from: string | null, };
+fallback_from: string | null, 
+/**
+ * Tools the model's window had no room for in this turn.
+ */
+tools_left_out: Array<string>, };

@@ -41,6 +41,10 @@ input_budget: number,
  */
 window: number, 
 /**
+ * The tools offered to the model (their definitions).
+ */
+tools: number, 
+/**
  * Earlier messages left out to fit (covered by the summary when there is one).
  */
 dropped: number, };

@@ -6,6 +6,8 @@ import type { ChatDoneEvent } from "./ChatDoneEvent";
 import type { ChatFailedEvent } from "./ChatFailedEvent";
 import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
+import type { ChatToolEvent } from "./ChatToolEvent";
+import type { ChatToolStartedEvent } from "./ChatToolStartedEvent";
 import type { ConsentRequestDto } from "./ConsentRequestDto";
 import type { ConversationDto } from "./ConversationDto";
 import type { DetectedServerDto } from "./DetectedServerDto";
@@ -130,6 +132,8 @@ export type Events = {
   chat_token: ChatTokenEvent;
   chat_done: ChatDoneEvent;
   chat_failed: ChatFailedEvent;
+  chat_tool_started: ChatToolStartedEvent;
+  chat_tool: ChatToolEvent;
   open_conversation: OpenConversationEvent;
   memory_updated: MemoryUpdatedEvent;
   embedding_progress: EmbeddingProgressEvent;
