@@ -61,6 +61,13 @@ pub const COMMANDS: &[Command] = &[
         windows: &["main", "quick"],
     },
     Command {
+        module: "cmd",
+        name: "hide_main_window",
+        args: None,
+        result: "()",
+        windows: &["main"],
+    },
+    Command {
         module: "chat_cmd",
         name: "chat_status",
         args: None,

@@ -43,6 +43,12 @@ pub fn show_main_window<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
     Ok(windows::show_main(&app)?)
 }
 
+/// Hides the main window to the tray (Ctrl+W / Cmd+W), as closing it does.
+#[tauri::command]
+pub fn hide_main_window<R: Runtime>(app: AppHandle<R>) -> Result<(), ErrorDto> {
+    Ok(windows::hide_main(&app)?)
+}
+
 /// Runs a blocking engine call off the async threads; a panicked task is `internal`.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> hearth_core::Result<T> + Send + 'static,

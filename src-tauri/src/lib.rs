@@ -49,6 +49,8 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         // engine checked is inside a watched folder.
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        // Rust-side only too: a question waiting while the main window is hidden.
+        .plugin(tauri_plugin_notification::init())
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
                 .with_handler(shortcut::on_shortcut)

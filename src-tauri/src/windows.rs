@@ -85,8 +85,17 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Re
 /// it when nothing is left) and tells it to reload the questions.
 pub fn consent_queue<R: Runtime>(app: &AppHandle<R>) -> hearth_core::tools::gate::ConsentQueue {
     let app = app.clone();
+    // How many questions were open at the last change: a new one may need a notification.
+    let open = std::sync::atomic::AtomicUsize::new(0);
     hearth_core::tools::gate::ConsentQueue::new(move |pending| {
         use tauri::Emitter;
+        let before = open.swap(pending.len(), std::sync::atomic::Ordering::Relaxed);
+        if pending.len() > before
+            && let Some(newest) = pending.last()
+            && main_is_hidden(&app)
+        {
+            notify_question(&app, &newest.request);
+        }
         let _ = app.emit_to(
             tauri::EventTarget::webview_window(CONSENT),
             "consent_changed",
@@ -106,6 +115,43 @@ pub fn consent_queue<R: Runtime>(app: &AppHandle<R>) -> hearth_core::tools::gate
             tracing::warn!(error = %e, "could not show or hide the consent window");
         }
     })
+}
+
+/// Whether the main window is out of sight (closed to the tray, or minimised).
+fn main_is_hidden<R: Runtime>(app: &AppHandle<R>) -> bool {
+    app.get_webview_window(MAIN)
+        .is_none_or(|w| !w.is_visible().unwrap_or(false) || w.is_minimized().unwrap_or(false))
+}
+
+/// An OS notification that a tool waits for the user's answer: the tool and its risk only
+/// (a notification can show on a locked screen; the arguments stay in the consent window).
+fn notify_question<R: Runtime>(
+    app: &AppHandle<R>,
+    request: &hearth_core::tools::gate::ConsentRequest,
+) {
+    use tauri_plugin_notification::NotificationExt;
+    let body = format!(
+        "{} ({}) is waiting for your answer in the consent window.",
+        request.tool,
+        request.risk.as_str()
+    );
+    if let Err(e) = app
+        .notification()
+        .builder()
+        .title("Hearth needs your answer")
+        .body(body)
+        .show()
+    {
+        tracing::warn!(error = %e, "could not show a notification");
+    }
+}
+
+/// Hides the main window to the tray (as closing it does).
+pub fn hide_main<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    match app.get_webview_window(MAIN) {
+        Some(w) => w.hide(),
+        None => Ok(()),
+    }
 }
 
 /// Shows, un-minimises and focuses the main window.

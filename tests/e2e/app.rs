@@ -1622,3 +1622,184 @@ async fn a_delete_the_model_asks_for_waits_in_the_consent_window_and_deny_keeps_
         )]
     );
 }
+
+/// A notification server on the session bus (`org.freedesktop.Notifications`), as a
+/// desktop has: it records each notification's summary and body.
+fn notification_server() -> std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>> {
+    use dbus::blocking::Connection;
+    use dbus::channel::MatchingReceiver;
+    use dbus::message::MatchRule;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let c = Connection::new_session().expect("the session bus (run under dbus-run-session)");
+        c.request_name("org.freedesktop.Notifications", false, true, true)
+            .expect("own the notifications name");
+        c.start_receive(
+            MatchRule::new_method_call(),
+            Box::new(move |msg, conn| {
+                use dbus::channel::Sender;
+                let reply = match msg.member().as_deref() {
+                    Some("Notify") => {
+                        let (_app, _replaces, _icon, summary, body): (
+                            String,
+                            u32,
+                            String,
+                            String,
+                            String,
+                        ) = msg.read5().unwrap_or_default();
+                        if let Ok(mut s) = record.lock() {
+                            s.push((summary, body));
+                        }
+                        msg.method_return().append1(1u32)
+                    }
+                    Some("GetCapabilities") => msg.method_return().append1(vec!["body".to_owned()]),
+                    Some("GetServerInformation") => msg
+                        .method_return()
+                        .append2("tests", "hearth")
+                        .append2("1", "1.2"),
+                    _ => msg.method_return(),
+                };
+                let _ = conn.send(reply);
+                true
+            }),
+        );
+        let _ = ready_tx.send(());
+        loop {
+            let _ = c.process(Duration::from_millis(100));
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the notification server started");
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn asked_from_the_quick_prompt_with_the_main_window_hidden_a_notification_says_so_and_allow_once_trashes_the_file()
+ {
+    use hearth_testkit::llm_server::{LlmServer, stream, text_stream, tool_call_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let notifications = notification_server();
+    let sandbox = Sandbox::new();
+    let docs = sandbox.root.join("home/Notes");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    let target = docs.join("old-draft.txt");
+    std::fs::write(&target, "the old draft").expect("write");
+    let (code, v) = sandbox.cli(
+        &[
+            "folders",
+            "add",
+            docs.to_str().expect("utf-8"),
+            "--writable",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{v}");
+    let target_path = std::fs::canonicalize(&target).expect("canonical");
+    let args = json!({ "path": target_path.to_string_lossy() }).to_string();
+    let server = LlmServer::start(vec![
+        stream(tool_call_stream(&[("call_1", "delete_file", &args)])),
+        stream(text_stream(&["Done: old-draft.txt is in the trash."], None)),
+    ])
+    .await;
+    let (_driver, client, composer) = open_chat(&sandbox, &server).await;
+
+    // Ctrl+W closes the main window to the tray.
+    composer.send_keys("\u{E009}w").await.expect("press Ctrl+W");
+    eventually("the main window to hide", || async {
+        (visibility(&client).await == "hidden").then_some(())
+    })
+    .await;
+
+    // The quick prompt asks; the model wants to delete a file.
+    press_keys("ctrl+shift+space");
+    assert!(switch_to(&client, Win::Quick).await);
+    let input = eventually("the quick prompt's input", || async {
+        client
+            .find(Locator::Css("input[aria-label='Ask Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    input
+        .send_keys("Delete my old draft\u{E007}")
+        .await
+        .expect("ask");
+
+    // The main window is hidden: the OS is told a question waits, naming the tool only.
+    let (summary, body) = eventually("a notification", || async {
+        notifications.lock().ok()?.first().cloned()
+    })
+    .await;
+    assert_eq!(summary, "Hearth needs your answer");
+    assert!(body.contains("delete_file"), "{body}");
+    assert!(
+        !body.contains("old-draft"),
+        "no arguments in a notification: {body}"
+    );
+
+    // Allow once, in the consent window.
+    eventually("the consent window's question", || async {
+        switch_to(&client, Win::Consent).await.then_some(())?;
+        let d = client
+            .find(Locator::Css("[role='alertdialog']"))
+            .await
+            .ok()?;
+        d.text().await.ok()?.contains("delete_file").then_some(())
+    })
+    .await;
+    client
+        .execute(
+            "const once = [...document.querySelectorAll('button')]
+               .find((b) => b.textContent.trim() === 'Allow once');
+             setTimeout(() => once.click(), 0);
+             return !!once;",
+            vec![],
+        )
+        .await
+        .expect("click Allow once");
+    let trashed = sandbox.root.join("data/Trash/files/old-draft.txt");
+    eventually("the file in the trash", || async {
+        (!target.exists() && trashed.exists()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&trashed).expect("trashed"),
+        "the old draft"
+    );
+
+    // The quick prompt shows the answer and the call that ran.
+    assert!(switch_to(&client, Win::Quick).await);
+    eventually("the answer with its call", || async {
+        let body = text_of(&client, "body").await?;
+        (body.contains("old-draft.txt is in the trash") && body.contains("delete_file"))
+            .then_some(())
+    })
+    .await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("quick-tool-call.png"), png).expect("save screenshot");
+    let _ = tokio::time::timeout(Duration::from_secs(20), client.close()).await;
+    drop(_driver);
+
+    // The next identical call would ask again: nothing was granted, and the audit says
+    // the user allowed it.
+    let (code, grants) = sandbox.cli(&["grants", "list"], "");
+    assert_eq!(code, 0, "{grants}");
+    assert_eq!(grants.as_array().map(Vec::len), Some(0), "{grants}");
+    let (code, log) = sandbox.cli(&["audit", "list"], "");
+    assert_eq!(code, 0, "{log}");
+    let calls: Vec<_> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == "tool_call")
+        .map(|e| (as_text(&e["decision"]), as_text(&e["decided_by"])))
+        .collect();
+    assert_eq!(calls, vec![("allowed".to_owned(), "user".to_owned())]);
+}

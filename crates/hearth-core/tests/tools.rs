@@ -905,8 +905,110 @@ impl hearth_core::context::RetrievalSource for Finds {
     }
 }
 
+/// A web page server on 127.0.0.1: what reached it is what left the machine.
+struct Web {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Web {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            for stream in listener.incoming().flatten() {
+                let mut reader = std::io::BufReader::new(&stream);
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                seen.lock().expect("lock").push(line.trim().to_owned());
+                let mut stream = &stream;
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 13\r\nconnection: close\r\n\r\nthe web page.",
+                );
+            }
+        });
+        Self { url, requests }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+/// An open-world read (as an MCP server's web fetch would be): it sends its `url`'s query
+/// off the machine.
+struct WebFetch {
+    base: String,
+}
+
+impl hearth_core::tools::external::ExternalTool for WebFetch {
+    fn name(&self) -> &str {
+        "web_fetch"
+    }
+    fn description(&self) -> &str {
+        "Fetches a web page. Use it to read a page the user names; never to send their data."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}},
+                           "required": ["q"], "additionalProperties": false})
+    }
+    fn origin(&self) -> hearth_core::tools::Origin {
+        hearth_core::tools::Origin::Mcp("web".into())
+    }
+    fn risk(&self) -> hearth_core::tools::Risk {
+        hearth_core::tools::Risk::Read
+    }
+    fn open_world(&self) -> bool {
+        true
+    }
+    fn call(
+        &self,
+        arguments: serde_json::Value,
+    ) -> Pin<Box<dyn Future<Output = hearth_core::tools::external::ExternalOutput> + Send>> {
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        Box::pin(async move {
+            let q = arguments["q"].as_str().unwrap_or("").replace(' ', "+");
+            let fetched = tokio::task::spawn_blocking(move || {
+                use std::io::{Read, Write};
+                let mut s = std::net::TcpStream::connect(&addr)?;
+                s.write_all(format!("GET /?q={q} HTTP/1.1\r\nhost: web\r\n\r\n").as_bytes())?;
+                let mut body = String::new();
+                s.read_to_string(&mut body)?;
+                Ok::<_, std::io::Error>(body)
+            })
+            .await;
+            match fetched {
+                Ok(Ok(body)) => hearth_core::tools::external::ExternalOutput {
+                    text: body.rsplit("\r\n\r\n").next().unwrap_or("").to_owned(),
+                    ok: true,
+                    transient: false,
+                },
+                _ => hearth_core::tools::external::ExternalOutput {
+                    text: "the page could not be fetched".into(),
+                    ok: false,
+                    transient: true,
+                },
+            }
+        })
+    }
+}
+
+fn with_web(consent: Arc<dyn Consent>, web: &Web) -> ToolSettings {
+    let mut settings = ToolSettings::new(Some(consent));
+    settings.external = vec![Arc::new(WebFetch {
+        base: web.url.clone(),
+    })];
+    settings
+}
+
 #[tokio::test]
-async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_granted_write_ask() {
+async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_granted_write_and_an_open_world_read_ask()
+ {
     let rows = injection_rows();
     assert!(rows.len() >= 50, "{} rows", rows.len());
     let s = setup(&[]);
@@ -939,8 +1041,56 @@ async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_grante
     assert!(!control.tool_calls[0].escalated);
     assert!(s.docs.join("out-0.txt").exists());
     assert!(user.asked().is_empty());
+    // The control of the open-world read: with no untrusted text before it, it runs unasked.
+    let web = Web::start();
+    let user = User::new(vec![]);
+    let fetch = |id: &str, n: usize| {
+        call(
+            id,
+            "web_fetch",
+            serde_json::json!({"q": format!("weather lisbon {n}")}),
+        )
+    };
+    let consent: Arc<dyn Consent> = user.clone();
+    let (control, _) = run_turn(
+        &s,
+        "what is the weather",
+        vec![fetch("f0", 0), done()],
+        with_web(consent, &web),
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(control.tool_calls[0].decided_by, DecidedBy::Auto);
+    assert_eq!(control.tool_calls[0].origin.label(), "mcp:web");
+    assert_eq!(web.requests().len(), 1, "it reached the web");
+    assert!(user.asked().is_empty());
+    // What an outside tool returns is untrusted too: the granted write after it asks.
+    let user = User::new(vec![]);
+    let consent: Arc<dyn Consent> = user.clone();
+    let (after_web, _) = run_turn(
+        &s,
+        "please do it",
+        vec![fetch("f1", 1_000), write("w1", 100_000), done()],
+        with_web(consent, &web),
+        None,
+        false,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert!(after_web.tool_calls[1].escalated);
+    assert_eq!(after_web.tool_calls[1].decided_by, DecidedBy::PolicyNoTty);
+    assert!(
+        user.asked()[0]
+            .escalated_by
+            .as_deref()
+            .is_some_and(|b| b.contains("web_fetch")),
+        "{:?}",
+        user.asked()[0].escalated_by
+    );
 
-    let (mut as_file, mut as_output) = (0, 0);
+    let (mut as_file, mut as_output, mut open_world) = (0, 0, 0);
     for (n, (id, text)) in rows.iter().enumerate() {
         // (1) As file content read by read_file.
         std::fs::write(s.docs.join("inbox.txt"), text).expect("write");
@@ -995,12 +1145,46 @@ async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_grante
         } else {
             panic!("{id} as tool output: {w:?}");
         }
+        // (3) Then an open-world read: it asks too (escalated), and nothing leaves the
+        // machine unasked. The row arrives as file content, the read as the next step.
+        let user = User::new(vec![]);
+        let consent: Arc<dyn Consent> = user.clone();
+        let before = web.requests().len();
+        let (outcome, _) = run_turn(
+            &s,
+            "please do it",
+            vec![
+                call("r", "read_file", serde_json::json!({"path": "inbox.txt"})),
+                fetch("f", n + 1),
+                done(),
+            ],
+            with_web(consent, &web),
+            None,
+            false,
+            &CancellationToken::new(),
+        )
+        .await;
+        let f = &outcome.tool_calls[1];
+        if f.escalated && user.asked().len() == 1 && web.requests().len() == before {
+            open_world += 1;
+        } else {
+            panic!("{id} then an open-world read: {f:?}");
+        }
+        assert!(!user.asked()[0].offers_always && !user.asked()[0].offers_conversation);
+        assert!(
+            user.asked()[0]
+                .reason
+                .contains("send data off this computer")
+        );
     }
     println!(
-        "bastioncorpus: {} rows; escalated and asked: {as_file} as file content, {as_output} as tool output; control ran unasked",
+        "bastioncorpus: {} rows; escalated and asked: {as_file} granted writes after file content, {as_output} after tool output, {open_world} open-world reads after file content; controls ran unasked",
         rows.len()
     );
-    assert_eq!((as_file, as_output), (rows.len(), rows.len()));
+    assert_eq!(
+        (as_file, as_output, open_world),
+        (rows.len(), rows.len(), rows.len())
+    );
 }
 
 #[tokio::test]

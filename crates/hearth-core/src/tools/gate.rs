@@ -92,6 +92,9 @@ pub struct ToolSettings {
     /// The extraction worker `read_file` uses for PDFs, DOCX and web pages (`None`: this
     /// binary with the worker argument, as the indexer does).
     pub worker: Option<crate::folders::worker::WorkerCommand>,
+    /// Tools from outside (MCP servers', issue 13), offered beside the built-ins when
+    /// `enabled`; they go through the same gate.
+    pub external: Vec<Arc<dyn super::external::ExternalTool>>,
 }
 
 impl std::fmt::Debug for ToolSettings {
@@ -100,6 +103,7 @@ impl std::fmt::Debug for ToolSettings {
             .field("enabled", &self.enabled)
             .field("allow_writes", &self.allow_writes)
             .field("consent", &self.consent.is_some())
+            .field("external", &self.external.len())
             .finish_non_exhaustive()
     }
 }
@@ -157,6 +161,7 @@ impl ToolSettings {
                 .filter(|n| n.is_finite() && *n > 0.0)
                 .unwrap_or(MAX_RUN_COST_USD),
             worker: None,
+            external: Vec::new(),
         }
     }
 

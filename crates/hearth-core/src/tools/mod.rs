@@ -16,6 +16,7 @@
 //! `chat` or the façade.
 
 pub mod builtin;
+pub mod external;
 pub mod gate;
 pub mod grants;
 pub mod history;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::builtin::{ALL, Action, BuiltIn, Env, Output};
+use super::external::ExternalTool;
 use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
 use super::grants::{Grants, Scope};
 use super::{
@@ -33,6 +34,44 @@ use crate::types::{ToolCall, ToolSpec};
 
 /// Words in a row an argument must share with a retrieved passage to count as quoting it.
 pub const QUOTE_WORDS: usize = 8;
+
+/// A tool a run may call: one of Hearth's own, or one from outside.
+#[derive(Clone)]
+enum Callable {
+    BuiltIn(BuiltIn),
+    External(Arc<dyn ExternalTool>),
+}
+
+impl Callable {
+    fn name(&self) -> &str {
+        match self {
+            Callable::BuiltIn(b) => b.name(),
+            Callable::External(x) => x.name(),
+        }
+    }
+
+    fn risk(&self) -> Risk {
+        match self {
+            Callable::BuiltIn(b) => b.risk(),
+            Callable::External(x) => x.risk(),
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        match self {
+            Callable::BuiltIn(_) => Origin::BuiltIn,
+            Callable::External(x) => x.origin(),
+        }
+    }
+
+    /// It can send data off this computer (no built-in can).
+    fn open_world(&self) -> bool {
+        match self {
+            Callable::BuiltIn(_) => false,
+            Callable::External(x) => x.open_world(),
+        }
+    }
+}
 
 /// Every built-in tool, as front ends list them.
 pub fn catalog(enabled: bool) -> Vec<ToolInfo> {
@@ -162,7 +201,8 @@ impl ToolRun {
         if !self.settings.enabled {
             return Vec::new();
         }
-        ALL.iter()
+        let mut specs: Vec<(ToolSpec, Risk)> = ALL
+            .iter()
             .map(|t| {
                 (
                     ToolSpec {
@@ -173,7 +213,35 @@ impl ToolRun {
                     t.risk(),
                 )
             })
-            .collect()
+            .collect();
+        specs.extend(self.settings.external.iter().map(|x| {
+            (
+                ToolSpec {
+                    name: x.name().into(),
+                    description: x.description().into(),
+                    parameters: x.parameters(),
+                },
+                x.risk(),
+            )
+        }));
+        // Read tools first, then write, then destructive (the order the zone is cut in).
+        specs.sort_by_key(|(_, risk)| *risk);
+        specs
+    }
+
+    /// The tool `name` names, if the run offers it.
+    fn find(&self, name: &str) -> Option<Callable> {
+        if !self.offered(name) {
+            return None;
+        }
+        BuiltIn::from_name(name).map(Callable::BuiltIn).or_else(|| {
+            self.settings
+                .external
+                .iter()
+                .find(|x| x.name() == name)
+                .cloned()
+                .map(Callable::External)
+        })
     }
 
     /// Fits the tools array to the tools zone of the window (`budget` tokens, counted
@@ -272,13 +340,14 @@ impl ToolRun {
             decided_by: DecidedBy::User,
             result_status: ResultStatus::Cancelled,
             observation: "The call was not run: the user stopped the turn.".into(),
-            ..first_record(call)
+            ..first_record(call, self.find(&call.name).as_ref())
         }
     }
 
     /// Whether `call` names a read tool (which may run beside other reads).
     pub fn is_read(&self, call: &ToolCall) -> bool {
-        BuiltIn::from_name(&call.name).is_some_and(|t| t.risk() == Risk::Read)
+        self.find(&call.name)
+            .is_some_and(|t| t.risk() == Risk::Read)
     }
 
     /// Time spent waiting for the user's answers in this run (not counted against the
@@ -289,10 +358,10 @@ impl ToolRun {
 
     /// Parses, validates and gates a call: `Ok` when it is to run, else its finished record.
     async fn check(&mut self, call: &ToolCall) -> Result<Ready, CallRecord> {
-        let tool = BuiltIn::from_name(&call.name);
-        let mut record = first_record(call);
+        let tool = self.find(&call.name);
+        let mut record = first_record(call, tool.as_ref());
         let arguments = record.arguments.clone();
-        let Some(tool) = tool.filter(|t| self.offered(t.name())) else {
+        let Some(tool) = tool else {
             record.observation = format!(
                 "Error: there is no tool named `{}`. The tools are: {}.",
                 call.name,
@@ -311,7 +380,8 @@ impl ToolRun {
             );
             return Err(record);
         }
-        let key = (tool.name().to_owned(), canonical_json(&arguments));
+        let name = tool.name().to_owned();
+        let key = (name.clone(), canonical_json(&arguments));
         if self.seen.contains(&key) {
             record.observation = "Error: this exact call was already made in this turn; its \
                 result is above. Do not repeat it."
@@ -334,11 +404,16 @@ impl ToolRun {
             retrieval: self.retrieval.clone(),
             worker: self.settings.worker.clone(),
         };
-        let action = {
-            let (args, folders) = (arguments.clone(), folders.clone());
-            match tokio::task::spawn_blocking(move || tool.prepare(&args, &folders)).await {
-                Ok(r) => r,
-                Err(_) => Err("the call's arguments could not be checked".into()),
+        let action = match &tool {
+            Callable::BuiltIn(builtin) => {
+                let (args, folders, builtin) = (arguments.clone(), folders.clone(), *builtin);
+                match tokio::task::spawn_blocking(move || builtin.prepare(&args, &folders)).await {
+                    Ok(r) => r.map(Some),
+                    Err(_) => Err("the call's arguments could not be checked".into()),
+                }
+            }
+            Callable::External(x) => {
+                super::external::check_arguments(&x.parameters(), &arguments).map(|()| None)
             }
         };
         let action = match action {
@@ -348,45 +423,56 @@ impl ToolRun {
                 return Err(record);
             }
         };
-        if let Action::Forget(m) = &action {
+        if let Some(Action::Forget(m)) = &action {
             record.memory = Some(m.id.clone());
         }
         // `remember` runs unasked only for the user's own "remember that …" (not an
         // instruction, not after untrusted text).
-        let asked_to_remember = matches!(&action, Action::Remember(m)
+        let asked_to_remember = matches!(&action, Some(Action::Remember(m))
             if m.kind != crate::memory::Kind::Instruction && self.user_asked_to_remember);
         // The gate.
         let risk = tool.risk();
+        let open_world = tool.open_world();
         let quoted = self.quotes_a_passage(&arguments);
-        let escalated_by = if risk >= Risk::Write {
+        let escalated_by = if risk >= Risk::Write || open_world {
             self.untrusted.clone().or(quoted)
         } else {
             None
         };
         record.escalated = escalated_by.is_some();
         let decided: Result<DecidedBy, (DecidedBy, Option<String>)> = match risk {
-            Risk::Read => Ok(DecidedBy::Auto),
+            // A read runs, unless it can send data out after untrusted text came in.
+            Risk::Read if escalated_by.is_none() => Ok(DecidedBy::Auto),
             Risk::Write if escalated_by.is_none() && asked_to_remember => Ok(DecidedBy::Auto),
             Risk::Write if escalated_by.is_none() && self.settings.allow_writes => {
                 Ok(DecidedBy::AllowWrites)
             }
-            Risk::Write if escalated_by.is_none() && self.is_granted(tool.name()).await => {
+            Risk::Write
+                if escalated_by.is_none() && self.is_granted(&name, &tool.origin()).await =>
+            {
                 Ok(DecidedBy::Grant)
             }
             _ => {
                 let request = ConsentRequest {
                     call_id: call.id.clone(),
-                    tool: tool.name().into(),
-                    origin: Origin::BuiltIn,
+                    tool: name.clone(),
+                    origin: tool.origin(),
                     risk,
                     arguments: escape_for_display(
                         &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
                     ),
-                    preview: action.preview().map(|p| escape_for_display(&p)),
+                    preview: action
+                        .as_ref()
+                        .and_then(Action::preview)
+                        .map(|p| escape_for_display(&p)),
                     reason: match (risk, &escalated_by) {
                         (Risk::Destructive, _) => {
                             "it cannot be undone from here: destructive calls always ask".into()
                         }
+                        (Risk::Read, Some(by)) => format!(
+                            "it can send data off this computer, and untrusted content entered \
+                             this turn before the request ({by})"
+                        ),
                         (_, Some(by)) => format!(
                             "untrusted content entered this turn before the request ({by}); \
                              grants do not cover it"
@@ -395,8 +481,10 @@ impl ToolRun {
                     },
                     escalated_by: escalated_by.clone(),
                     // A temporary chat stores nothing, so it offers no lasting grant.
-                    offers_always: risk != Risk::Destructive && self.conversation.is_some(),
-                    offers_conversation: risk != Risk::Destructive,
+                    // Grants cover writes only: a read asks only when escalated, which no
+                    // grant covers.
+                    offers_always: risk == Risk::Write && self.conversation.is_some(),
+                    offers_conversation: risk == Risk::Write,
                 };
                 self.ask(&request, risk).await
             }
@@ -409,9 +497,8 @@ impl ToolRun {
                 record.observation = match by {
                     DecidedBy::PolicyNoTty => format!(
                         "The call was not run: it needs the user's approval and no one could be \
-                         asked here (no terminal). Tell the user what you wanted to do ({}) so \
-                         they can do it or approve it in the app.",
-                        tool.name()
+                         asked here (no terminal). Tell the user what you wanted to do ({name}) \
+                         so they can do it or approve it in the app."
                     ),
                     DecidedBy::Timeout => {
                         "The call was not run: the user did not answer in time.".into()
@@ -452,7 +539,7 @@ impl ToolRun {
             let request = ConsentRequest {
                 call_id: record.id.clone(),
                 tool: tool.name().into(),
-                origin: Origin::BuiltIn,
+                origin: tool.origin(),
                 risk: Risk::Destructive,
                 arguments: escape_for_display(
                     &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
@@ -581,23 +668,23 @@ impl ToolRun {
         }
     }
 
-    /// Whether the user granted `tool` in this run, this conversation, or always.
-    async fn is_granted(&self, tool: &str) -> bool {
+    /// Whether the user granted `tool` (of `origin`) in this run, this conversation, or
+    /// always.
+    async fn is_granted(&self, tool: &str, origin: &Origin) -> bool {
         if self.granted.contains(tool) {
             return true;
         }
-        let (grants, tool, conversation) = (
+        let (grants, tool, origin, conversation) = (
             self.grants.clone(),
             tool.to_owned(),
+            origin.clone(),
             self.conversation.clone(),
         );
-        tokio::task::spawn_blocking(move || {
-            grants.covers(&tool, &Origin::BuiltIn, conversation.as_deref())
-        })
-        .await
-        .ok()
-        .and_then(|r| r.ok())
-        .unwrap_or(false)
+        tokio::task::spawn_blocking(move || grants.covers(&tool, &origin, conversation.as_deref()))
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or(false)
     }
 
     /// Stores `record` as call `seq` of answer `message_id` (none in a temporary chat)
@@ -658,8 +745,9 @@ impl ToolRun {
 }
 
 /// A call's record before anything is decided: its arguments parsed (when they are JSON,
-/// else kept as text), its tier (an unknown tool counts as destructive), nothing run.
-fn first_record(call: &ToolCall) -> CallRecord {
+/// else kept as text), its tool's origin and tier (an unknown tool counts as destructive),
+/// nothing run.
+fn first_record(call: &ToolCall, tool: Option<&Callable>) -> CallRecord {
     let arguments = if call.arguments.trim().is_empty() {
         Value::Object(Default::default())
     } else {
@@ -669,8 +757,8 @@ fn first_record(call: &ToolCall) -> CallRecord {
     CallRecord {
         id: call.id.clone(),
         tool: call.name.clone(),
-        origin: Origin::BuiltIn,
-        risk: BuiltIn::from_name(&call.name).map_or(Risk::Destructive, BuiltIn::risk),
+        origin: tool.map_or(Origin::BuiltIn, Callable::origin),
+        risk: tool.map_or(Risk::Destructive, Callable::risk),
         arguments,
         decision: Decision::Invalid,
         decided_by: DecidedBy::Auto,
@@ -685,8 +773,9 @@ fn first_record(call: &ToolCall) -> CallRecord {
 /// A call the gate let through, ready to run.
 struct Ready {
     record: CallRecord,
-    tool: BuiltIn,
-    action: Action,
+    tool: Callable,
+    /// What a built-in will do (`None` for an external tool).
+    action: Option<Action>,
     env: Env,
     arguments: Value,
 }
@@ -702,7 +791,7 @@ async fn execute(
     settings: &ToolSettings,
     cancel: &CancellationToken,
 ) -> (Ready, Option<Output>) {
-    let name = ready.tool.name();
+    let name = ready.tool.name().to_owned();
     let read = ready.tool.risk() == Risk::Read;
     let mut attempt = 0;
     loop {
@@ -712,14 +801,39 @@ async fn execute(
             ready.record.observation = "The call was not run: the user stopped the turn.".into();
             return (ready, None);
         }
+        let run: std::pin::Pin<Box<dyn std::future::Future<Output = Option<Output>> + Send>> =
+            match (&ready.tool, &ready.action) {
+                (Callable::BuiltIn(_), Some(action)) => {
+                    let (action, env, stop) = (action.clone(), ready.env.clone(), cancel.clone());
+                    Box::pin(async move {
+                        tokio::task::spawn_blocking(move || action.execute(&env, &stop))
+                            .await
+                            .ok()
+                    })
+                }
+                // Dropped on a stop or a timeout: the tool's own drop ends what it started.
+                (Callable::External(x), _) => {
+                    let call = x.call(ready.arguments.clone());
+                    Box::pin(async move {
+                        let out = call.await;
+                        Some(Output {
+                            text: out.text,
+                            ok: out.ok,
+                            untrusted: true,
+                            trash_failed: None,
+                            memory: None,
+                            transient: out.transient,
+                        })
+                    })
+                }
+                (Callable::BuiltIn(_), None) => Box::pin(async { None }),
+            };
         let run = {
             use tracing::Instrument;
-            let (action, env, stop) = (ready.action.clone(), ready.env.clone(), cancel.clone());
-            tokio::task::spawn_blocking(move || action.execute(&env, &stop))
-                .instrument(tracing::info_span!("tool_call", tool = name, attempt))
+            run.instrument(tracing::info_span!("tool_call", tool = %name, attempt))
         };
         let output = tokio::select! {
-            r = run => r.ok(),
+            r = run => r,
             _ = tokio::time::sleep(settings.call_timeout) => {
                 ready.record.result_status = ResultStatus::Timeout;
                 ready.record.observation = format!(
@@ -741,7 +855,7 @@ async fn execute(
         };
         match output {
             Some(o) if o.transient && read && attempt < READ_ATTEMPTS => {
-                tracing::info!(tool = name, attempt, "retrying a read after a system error");
+                tracing::info!(tool = %name, attempt, "retrying a read after a system error");
                 tokio::time::sleep(Duration::from_millis(50 * 4u64.pow(attempt - 1))).await;
             }
             Some(o) => return (ready, Some(o)),
