@@ -276,6 +276,9 @@ fn start_turn<R: Runtime>(
                             zones: Some(done.zones.into()),
                             fallback_from: done.fallback_from,
                             tools_left_out: done.tools_left_out,
+                            stop_reason: serde_json::to_value(done.stop_reason)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned)),
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),

@@ -33,11 +33,15 @@ describe('consent window', () => {
     assert.equal(await page.locator('.preview .line-add').textContent(), '+- ship the beta');
     assert.equal(await page.locator('.preview .line-del').textContent(), '-- ship the alpha');
     assert.match(await page.locator('.preview .line-meta').textContent(), /^content hash: sha256:/);
-    // A destructive call offers neither "this conversation" nor "always".
+    // A destructive call offers neither "this conversation" (nor "this chat") nor "always".
     assert.equal(await page.getByRole('button', { name: /Always allow/ }).count(), 0);
-    assert.equal(await page.getByRole('button', { name: 'Allow in this conversation' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: /^Allow for this/ }).count(), 0);
+    assert.equal(await page.getByTestId('keys').textContent(), 'Esc or Alt+D deny · Alt+O allow once');
     // The safe answer has the focus.
     await until(page, () => document.activeElement?.textContent?.trim() === 'Deny');
+    // Alt+C and Alt+A do nothing here: neither is offered (the only answer sent is the deny below).
+    await page.keyboard.press('Alt+c');
+    await page.keyboard.press('Alt+a');
     const file = await screenshot(page, 'consent-overwrite-diff');
     assert.ok(file);
     await page.getByRole('textbox', { name: /Reason for denying/ }).fill('not that file');
@@ -55,10 +59,39 @@ describe('consent window', () => {
     // The markup in the arguments is shown, never rendered.
     assert.equal(await page.locator('.request img').count(), 0);
     assert.match(await page.getByTestId('arguments').textContent(), /<img src=x onerror=alert\(1\)>/);
+    // A saved chat's write offers both lasting answers.
     assert.equal(await page.getByRole('button', { name: 'Always allow create_file' }).count(), 1);
+    assert.equal(await page.getByRole('button', { name: 'Allow for this conversation' }).count(), 1);
+    assert.equal(await page.getByRole('button', { name: 'Allow for this chat' }).count(), 0);
+    assert.equal(
+      await page.getByTestId('keys').textContent(),
+      'Esc or Alt+D deny · Alt+O allow once · Alt+C this conversation · Alt+A always',
+    );
+    await until(page, () => document.activeElement?.textContent?.trim() === 'Deny');
     await page.keyboard.press('Alt+c');
     await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
     assert.deepEqual(await answers(page), [{ id: 1, tool: 'create_file', choice: 'conversation', reason: null }]);
+    assert.deepEqual(problems, []);
+  });
+
+  test('a temporary chat\'s write offers "Allow for this chat" and no "Always"; Alt+C answers for the chat; Deny has the focus', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(consentUrl('consent-temporary'));
+    await page.getByRole('alertdialog', { name: 'Allow create_file?' }).waitFor();
+    await until(page, () => document.activeElement?.textContent?.trim() === 'Deny');
+    const forChat = page.getByRole('button', { name: 'Allow for this chat' });
+    assert.equal(await forChat.count(), 1);
+    assert.equal(await forChat.getAttribute('aria-keyshortcuts'), 'Alt+C');
+    assert.equal(await page.getByRole('button', { name: /Always allow/ }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Allow for this conversation' }).count(), 0);
+    assert.equal(await page.getByTestId('keys').textContent(), 'Esc or Alt+D deny · Alt+O allow once · Alt+C this chat');
+    // "Always" is not offered: Alt+A does nothing (the only answer sent is Alt+C's).
+    await page.keyboard.press('Alt+a');
+    await page.keyboard.press('Alt+c');
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    assert.deepEqual(await answers(page), [{ id: 1, tool: 'create_file', choice: 'conversation', reason: null }]);
+    const sent = await page.evaluate(() => window.__ipcCalls.filter((c) => c.cmd === 'answer_consent').map((c) => c.args));
+    assert.deepEqual(sent, [{ id: 1, choice: 'conversation', reason: null }]);
     assert.deepEqual(problems, []);
   });
 
@@ -68,8 +101,8 @@ describe('consent window', () => {
     await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
     await page.evaluate(() => {
       const base = { origin: 'built_in', preview: null, escalated_by: null };
-      window.__hearthMock.askConsent({ ...base, call_id: 'a', tool: 'delete_file', risk: 'destructive', arguments: '{"path": "a.txt"}', reason: 'destructive calls always ask', offers_always: false });
-      window.__hearthMock.askConsent({ ...base, call_id: 'b', tool: 'create_file', risk: 'write', arguments: '{"path": "b.txt"}', reason: 'it changes files', offers_always: true });
+      window.__hearthMock.askConsent({ ...base, call_id: 'a', tool: 'delete_file', risk: 'destructive', arguments: '{"path": "a.txt"}', reason: 'destructive calls always ask', offers_always: false, offers_conversation: false });
+      window.__hearthMock.askConsent({ ...base, call_id: 'b', tool: 'create_file', risk: 'write', arguments: '{"path": "b.txt"}', reason: 'it changes files', offers_always: true, offers_conversation: true });
     });
     await page.getByRole('alertdialog', { name: 'Allow delete_file?' }).waitFor();
     assert.equal(await page.locator('.count').textContent(), '1 of 2');
@@ -96,7 +129,7 @@ describe('consent window', () => {
   for (const colorScheme of ['light', 'dark']) {
     test(`no accessibility violations (${colorScheme})`, async (t) => {
       const { page } = await session(t, { colorScheme, bypassCSP: true });
-      for (const scenario of ['consent-diff', 'consent-escalated']) {
+      for (const scenario of ['consent-diff', 'consent-escalated', 'consent-temporary']) {
         await page.goto(consentUrl(scenario));
         await page.getByRole('alertdialog').waitFor();
         await assertAxeClean(page, `consent ${scenario} (${colorScheme})`);

@@ -166,7 +166,8 @@ describe('Per-turn usage and cost', () => {
     await lastAnswer(page).locator('.usage').waitFor();
     const done = await page.evaluate(() => window.__ipcCalls.length);
     assert.ok(done > 0);
-    assert.match(await lastAnswer(page).locator('.usage').innerText(), /^llama3\.2 · 815 tokens in · \d+ out · free \(local\)$/);
+    // 812 (system) + 1,184 (the tools offered) + 3 (the message).
+    assert.match(await lastAnswer(page).locator('.usage').innerText(), /^llama3\.2 · 1,999 tokens in · \d+ out · free \(local\)$/);
     assert.equal(await lastAnswer(page).locator('[data-testid="fallback-notice"]').count(), 0);
     assertNoProblems(problems);
   });

@@ -197,6 +197,7 @@ describe('Context inspector', () => {
     assert.match(flat(await panel(page).textContent()), /Latest answer llama3\.2/);
     assert.equal(flat(await panel(page).locator('[data-testid="context-usage"]').textContent()), '826 of 126,976 input tokens used (less than 1% of the budget)');
     assert.equal(await zone(page, 'system'), '812');
+    assert.equal(await zone(page, 'tools'), '0 none offered', 'an answer from before tools: no tools zone');
     assert.equal(await zone(page, 'memory'), '0 nothing yet');
     assert.equal(await zone(page, 'summary'), '0 not needed yet');
     assert.equal(await zone(page, 'history'), '0 none');
@@ -208,7 +209,7 @@ describe('Context inspector', () => {
     assert.equal(await panel(page).locator('[data-testid="context-dropped"]').count(), 0);
     // Table semantics: column and row headers.
     assert.deepEqual(await panel(page).locator('thead th').allTextContents(), ['Zone', 'Tokens']);
-    assert.equal(await panel(page).locator('tbody th[scope="row"]').count(), 7);
+    assert.equal(await panel(page).locator('tbody th[scope="row"]').count(), 8);
     // The answer it describes is marked in the log.
     assert.equal(await page.locator('[role="log"] article.assistant.selected').count(), 1);
 

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
 import {
   heading,
+  ipcCalls,
   mockServer,
   screenshot,
   session,
@@ -159,6 +160,20 @@ describe('main window: navigation', () => {
     await page.keyboard.press('Enter');
     await assertFocusOnHeading(page, 'tools');
     assert.equal(new URL(page.url()).hash, '#/tools');
+    assertNoProblems(problems);
+  });
+
+  test('Ctrl+W closes the main window to the tray (hide_main_window), as its close button does', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('index.html', { hash: 'chat' }));
+    await assertOnScreen(page, 'chat');
+    assert.deepEqual(await ipcCalls(page, 'hide_main_window'), []);
+    await page.keyboard.press('Control+KeyW');
+    await until(page, () => window.__ipcCalls.some((c) => c.cmd === 'hide_main_window'));
+    assert.equal((await ipcCalls(page, 'hide_main_window')).length, 1);
+    // Ctrl+digit still moves between screens.
+    await page.keyboard.press('Control+Digit2');
+    await assertOnScreen(page, 'memory');
     assertNoProblems(problems);
   });
 

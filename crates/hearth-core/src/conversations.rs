@@ -499,4 +499,8 @@ pub struct TurnInfo {
     /// Tools the model's window had no room for in this turn (the tools zone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools_left_out: Vec<String>,
+    /// Why the run ended (`answer`, `cap`, `cancelled`, `timeout`); absent in answers
+    /// stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }

@@ -169,6 +169,7 @@ impl From<hearth_core::chat::TurnInfo> for TurnInfoDto {
             zones: Some(t.zones.into()),
             fallback_from: t.fallback_from,
             tools_left_out: t.tools_left_out,
+            stop_reason: t.stop_reason,
         }
     }
 }
@@ -192,6 +193,9 @@ pub struct TurnInfoDto {
     pub fallback_from: Option<String>,
     /// Tools the model's window had no room for in this turn.
     pub tools_left_out: Vec<String>,
+    /// Why the run ended: `answer`, `cap`, `cancelled` or `timeout` (`null` for answers
+    /// stored before it was kept).
+    pub stop_reason: Option<String>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.

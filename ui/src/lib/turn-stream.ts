@@ -3,9 +3,12 @@
  *
  * A command (`send_message`, `regenerate`, `edit_last_message`) returns a turn id; the answer
  * then streams as `chat_token` events for that id and ends with one `chat_done` or
- * `chat_failed`. Events may arrive before the command has returned: a `TurnStream` buffers
- * them until `started(turnId)` and then replays them. A stop asked for before the id is known
- * is sent (`stop_turn`) as soon as it is.
+ * `chat_failed`. Between the pieces, the model may call tools: `chat_tool_started` when it
+ * asked for one (the consent gate checks it; it may wait for the user's answer in the consent
+ * window) and `chat_tool` when the call ended, both before `chat_done`, whose `tool_calls` are
+ * the truth. Events may arrive before the command has returned: a `TurnStream` buffers them
+ * until `started(turnId)` and then replays them. A stop asked for before the id is known is
+ * sent (`stop_turn`) as soon as it is.
  *
  * Usage: make one `TurnStream` per turn with its handlers, keep it as "the current turn", and
  * route the core's events to it with `listenToTurns(() => current)`.
@@ -13,16 +16,28 @@
 import type { ChatDoneEvent } from './bindings/ChatDoneEvent';
 import type { ChatFailedEvent } from './bindings/ChatFailedEvent';
 import type { ChatTokenEvent } from './bindings/ChatTokenEvent';
+import type { ChatToolEvent } from './bindings/ChatToolEvent';
+import type { ChatToolStartedEvent } from './bindings/ChatToolStartedEvent';
 import { call, subscribe, toErrorDto, type ErrorDto } from './ipc';
+import { entriesFrom, withEnded, withStarted, type ToolCallDto, type ToolCallEntry } from './tool-calls';
 
 export type TurnEvent =
   | { kind: 'token'; event: ChatTokenEvent }
+  | { kind: 'tool_started'; event: ChatToolStartedEvent }
+  | { kind: 'tool'; event: ChatToolEvent }
   | { kind: 'done'; event: ChatDoneEvent }
   | { kind: 'failed'; event: ChatFailedEvent };
 
 export type TurnHandlers = {
   /** A piece of the answer: `piece` is new, `text` is the whole answer so far. */
   token(piece: string, text: string): void;
+  /**
+   * The model asked for a tool (`chat_tool_started`); the gate is checking it, it may wait for
+   * the user, then it runs. `calls` is every call of the turn so far, in order (a new array).
+   */
+  toolStarted?(event: ChatToolStartedEvent, calls: ToolCallEntry[]): void;
+  /** A tool call ended (`chat_tool`): decided, and run or not. `calls` as above. */
+  toolEnded?(call: ToolCallDto, calls: ToolCallEntry[]): void;
   /** The turn finished (possibly stopped: `event.stopped`). */
   done(event: ChatDoneEvent): void;
   /** The turn failed. */
@@ -36,6 +51,8 @@ export class TurnStream {
   id: number | null = null;
   /** The answer so far. */
   text = '';
+  /** The turn's tool calls so far, in order (from `chat_done` once it is done). */
+  toolCalls: ToolCallEntry[] = [];
   private buffered: TurnEvent[] = [];
   private stopRequested = false;
   private ended = false;
@@ -86,9 +103,18 @@ export class TurnStream {
         this.text += item.event.text;
         this.handlers.token(item.event.text, this.text);
         break;
+      case 'tool_started':
+        this.toolCalls = withStarted(this.toolCalls, item.event.call_id, item.event.tool);
+        this.handlers.toolStarted?.(item.event, this.toolCalls);
+        break;
+      case 'tool':
+        this.toolCalls = withEnded(this.toolCalls, item.event.call);
+        this.handlers.toolEnded?.(item.event.call, this.toolCalls);
+        break;
       case 'done':
         this.ended = true;
         this.text = item.event.answer;
+        this.toolCalls = entriesFrom(item.event.tool_calls);
         this.handlers.done(item.event);
         break;
       case 'failed':
@@ -100,13 +126,16 @@ export class TurnStream {
 }
 
 /**
- * Route `chat_token` / `chat_done` / `chat_failed` to the turn `current()` returns (if any).
+ * Route `chat_token` / `chat_tool_started` / `chat_tool` / `chat_done` / `chat_failed` to the
+ * turn `current()` returns (if any).
  * Returns a synchronous disposer (for component effects and `onMount`).
  */
 export function listenToTurns(current: () => TurnStream | null | undefined): () => void {
   const route = (item: TurnEvent): void => current()?.handle(item);
   const stops = [
     subscribe('chat_token', (event) => route({ kind: 'token', event })),
+    subscribe('chat_tool_started', (event) => route({ kind: 'tool_started', event })),
+    subscribe('chat_tool', (event) => route({ kind: 'tool', event })),
     subscribe('chat_done', (event) => route({ kind: 'done', event })),
     subscribe('chat_failed', (event) => route({ kind: 'failed', event })),
   ];

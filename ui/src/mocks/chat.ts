@@ -10,6 +10,13 @@
  * `conversationId: null`, so each question starts a new conversation. `open_in_main` emits
  * `open_conversation`. Scenario `chat-fails` fails every turn, `fallback` answers with the
  * fallback model. After a stored answer, memory may learn (./memory.ts `afterAnswer`).
+ *
+ * Tools (./tool-calls.ts): a question containing "read my notes" runs NOTES_SCRIPT before its
+ * answer: each call is announced (`chat_tool_started`), waits one delay (the gate, the
+ * consent window, the run) and ends (`chat_tool`); a stop ends the running call as
+ * `cancelled`. Its calls go with `chat_done` and are stored with the answer (`get_messages`).
+ * `setNextStopReason('cap' | 'timeout')` makes the next tool turn end for that reason.
+ * Scenario `tool-calls` adds a seeded conversation whose answers carry every outcome.
  */
 import type { FoldersMock } from './folders';
 import type { Events } from '../lib/bindings/commands';
@@ -17,11 +24,22 @@ import type { ConversationDto } from '../lib/bindings/ConversationDto';
 import type { ErrorDto } from '../lib/bindings/ErrorDto';
 import type { MessageDto } from '../lib/bindings/MessageDto';
 import type { SlotDto } from '../lib/bindings/SlotDto';
+import type { ToolCallDto } from '../lib/bindings/ToolCallDto';
 import type { TurnInfoDto } from '../lib/bindings/TurnInfoDto';
 import type { ZonesDto } from '../lib/bindings/ZonesDto';
 import type { MemoryMock } from './memory';
 import type { ProvidersMock } from './providers';
 import type { Scenario } from './scenarios';
+import {
+  DRAFTS_CALLS,
+  NOTES_ANSWER_PIECES,
+  NOTES_QUESTION,
+  NOTES_SCRIPT,
+  TODO_CALLS,
+  TODO_LEFT_OUT,
+  TODO_ZONES,
+  TOOLS_ZONE,
+} from './tool-calls';
 import { fail, sleep, type HandlersFor } from './types';
 
 export const CHAT_FAILURE: ErrorDto = {
@@ -80,6 +98,7 @@ const DAY = 24 * 60 * MINUTE;
 
 export const RECIPES_ZONES: ZonesDto = {
   system: 812,
+  tools: 0,
   memory: 0,
   summary: 0,
   history: 0,
@@ -94,6 +113,7 @@ export const RECIPES_ZONES: ZonesDto = {
 /** Zones of the seeded code answer (scenario `markdown`): every zone used, 3 messages dropped. */
 export const PYTHON_ZONES: ZonesDto = {
   system: 812,
+  tools: 0,
   memory: 146,
   summary: 420,
   history: 434,
@@ -114,7 +134,53 @@ const plain = (id: number, role: 'user' | 'assistant', content: string, state = 
   state,
   turn: null,
   sources: [],
+  tool_calls: [],
 });
+
+/** The seeded conversation of scenario `tool-calls`: two answers and their calls. */
+function toolConversation(now: number): StoredConversation {
+  const log: MessageDto[] = [
+    plain(21, 'user', 'Clear out the old drafts in my Notes.'),
+    {
+      ...plain(
+        22,
+        'assistant',
+        "I didn't delete or move anything: you declined deleting the **drafts** folder, and moving **old-ideas.md** got no answer in time.\n\nThe folder holds a 2023 plan with 48 unstarted items, an ideas file and a scratch folder.",
+      ),
+      turn: {
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        input_tokens: 3140,
+        output_tokens: 64,
+        cached_input_tokens: 1024,
+        cost_usd: 0.0006,
+        zones: { ...PYTHON_ZONES, tools: 1184, summary: 0, history: 0, dropped: 0, memory: 146, current: 9 },
+        fallback_from: null,
+        tools_left_out: [],
+        stop_reason: 'answer',
+      },
+      tool_calls: structuredClone(DRAFTS_CALLS),
+    },
+    plain(23, 'user', 'Then just start a to-do file for today.'),
+    {
+      ...plain(24, 'assistant', "Done: **todo-today.md** is in your Notes folder. I couldn't find yesterday's list, and the search for older to-dos timed out."),
+      turn: {
+        provider: 'local',
+        model: 'llama3.2:1b',
+        input_tokens: 2668,
+        output_tokens: 38,
+        cached_input_tokens: 0,
+        cost_usd: 0,
+        zones: { ...TODO_ZONES },
+        fallback_from: null,
+        tools_left_out: [...TODO_LEFT_OUT],
+        stop_reason: 'answer',
+      },
+      tool_calls: structuredClone(TODO_CALLS),
+    },
+  ];
+  return { id: 'c-drafts', title: 'Clear out old drafts', updated_at: now - 20 * MINUTE, messages: log.length, log };
+}
 
 function seedConversations(now: number, withMarkdown: boolean): StoredConversation[] {
   const recipes: MessageDto[] = [
@@ -134,6 +200,8 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         cost_usd: 0,
         zones: { ...RECIPES_ZONES },
         fallback_from: null,
+        tools_left_out: [],
+        stop_reason: 'answer',
       },
     },
   ];
@@ -159,6 +227,8 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           cost_usd: 0.0031,
           zones: { ...PYTHON_ZONES },
           fallback_from: null,
+          tools_left_out: [],
+          stop_reason: 'answer',
         },
       },
     ];
@@ -175,6 +245,8 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           cost_usd: null,
           zones: null,
           fallback_from: null,
+          tools_left_out: [],
+          stop_reason: 'answer',
         },
       },
     ];
@@ -203,6 +275,8 @@ export type ChatMock = {
   delay(): number;
   setDelay(ms: number): void;
   failNextTurn(): void;
+  /** The next turn with tool calls ends for this reason (then back to 'answer'). */
+  setNextStopReason(reason: 'cap' | 'timeout'): void;
 };
 
 export function createChatMock(options: {
@@ -213,12 +287,14 @@ export function createChatMock(options: {
   emit: <K extends keyof Events>(event: K, payload: Events[K]) => Promise<void>;
 }): ChatMock {
   const { scenario, providers, emit } = options;
-  const seeded = ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off'].includes(scenario);
+  const seeded = ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off', 'tool-calls'].includes(scenario);
   const conversations: StoredConversation[] = seeded ? seedConversations(Date.now(), scenario === 'markdown') : [];
+  if (scenario === 'tool-calls') conversations.push(toolConversation(Date.now()));
   let nextMessageId = 100;
   let nextTurnId = 1;
   let chatDelay = 120;
   let failNext = false;
+  let nextStopReason: 'cap' | 'timeout' | null = null;
   const stopRequested = new Set<number>();
 
   const estimate = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
@@ -229,6 +305,7 @@ export function createChatMock(options: {
     const reserve = 4096;
     const zones: ZonesDto = {
       system: 812,
+      tools: TOOLS_ZONE,
       memory: 0,
       summary: 0,
       history: history.reduce((sum, m) => sum + estimate(m.content), 0),
@@ -239,7 +316,8 @@ export function createChatMock(options: {
       window,
       dropped: 0,
     };
-    const input = zones.system + zones.memory + zones.summary + zones.history + zones.retrieved + zones.current;
+    const input =
+      zones.system + zones.tools + zones.memory + zones.summary + zones.history + zones.retrieved + zones.current;
     const output = estimate(answer);
     const local = providers.isLocal(slot.provider);
     const cached = local ? 0 : Math.min(768, input);
@@ -259,6 +337,8 @@ export function createChatMock(options: {
       cost_usd: cost,
       zones,
       fallback_from: null,
+      tools_left_out: [],
+      stop_reason: 'answer',
     };
   }
 
@@ -295,6 +375,21 @@ export function createChatMock(options: {
     const history = conversation ? conversation.log.slice(0, -1) : [];
     let answer = '';
     let stopped = false;
+    // The model's tool calls come first (the scripted turn only).
+    const toolCalls: ToolCallDto[] = [];
+    const script = pieces === NOTES_ANSWER_PIECES ? NOTES_SCRIPT : [];
+    for (const scripted of script) {
+      if (stopRequested.has(turnId)) break;
+      await emit('chat_tool_started', { turn_id: turnId, call_id: scripted.call_id, tool: scripted.tool });
+      await sleep(chatDelay);
+      const ended: ToolCallDto = stopRequested.has(turnId)
+        ? { ...scripted, result_status: 'cancelled', result: 'The turn was stopped before the call ran.' }
+        : structuredClone(scripted);
+      toolCalls.push(ended);
+      await emit('chat_tool', { turn_id: turnId, call: structuredClone(ended) });
+    }
+    const stopReason = script.length > 0 && nextStopReason !== null ? nextStopReason : 'answer';
+    if (script.length > 0) nextStopReason = null;
     for (const piece of pieces) {
       if (stopRequested.has(turnId)) {
         stopped = true;
@@ -310,6 +405,7 @@ export function createChatMock(options: {
     const answeredBy = scenario === 'fallback' && slots.fallback_enabled && slots.fallback ? slots.fallback : main;
     const turn = turnInfo(answeredBy, history, question, answer);
     if (answeredBy !== main) turn.fallback_from = main.model;
+    turn.stop_reason = stopped ? 'cancelled' : stopReason;
     // The passages of watched folders the answer was given (the core's FolderRetrieval).
     const sources = pieces === FILE_ANSWER_PIECES ? options.folders().sourcesFor(question) : [];
     let messageId: number | null = null;
@@ -322,6 +418,7 @@ export function createChatMock(options: {
         state: stopped ? 'stopped' : 'complete',
         turn: structuredClone(turn),
         sources: structuredClone(sources),
+        tool_calls: structuredClone(toolCalls),
       });
       conversation.messages = conversation.log.length;
       conversation.updated_at = Date.now();
@@ -336,13 +433,21 @@ export function createChatMock(options: {
       message_id: messageId,
       turn,
       sources,
+      tool_calls: toolCalls,
+      stop_reason: stopped ? 'cancelled' : stopReason,
     });
     // After the answer, the core reconciles memory in the background (never for a temporary chat).
     if (conversation && messageId !== null && !stopped) options.memory().afterAnswer(conversation.id, messageId);
   }
 
   const answerFor = (question: string): string[] =>
-    CODE_QUESTION.test(question) ? CODE_ANSWER_PIECES : FILE_QUESTION.test(question) && options.folders().sourcesFor(question).length > 0 ? FILE_ANSWER_PIECES : MOCK_ANSWER_PIECES;
+    NOTES_QUESTION.test(question)
+      ? NOTES_ANSWER_PIECES
+      : CODE_QUESTION.test(question)
+        ? CODE_ANSWER_PIECES
+        : FILE_QUESTION.test(question) && options.folders().sourcesFor(question).length > 0
+          ? FILE_ANSWER_PIECES
+          : MOCK_ANSWER_PIECES;
 
   function startTurn(conversation: StoredConversation | null, question: string, pieces: string[]): { turn_id: number } {
     const turnId = nextTurnId++;
@@ -428,6 +533,9 @@ export function createChatMock(options: {
     },
     failNextTurn: () => {
       failNext = true;
+    },
+    setNextStopReason: (reason) => {
+      nextStopReason = reason;
     },
   };
 }

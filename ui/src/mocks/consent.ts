@@ -1,8 +1,9 @@
 /**
  * The mock core's consent queue, with the shell's rules (`tools_cmd.rs` over hearth-core's
  * `ConsentQueue`): `list_consent_requests` lists the open questions oldest first;
- * `answer_consent` answers one (false when it is no longer open); "conversation" and
- * "always" count as "once" for a question that does not offer them; both commands refuse
+ * `answer_consent` answers one (false when it is no longer open); "conversation" counts as
+ * "once" for a question that does not offer it (`offers_conversation`), and so does "always"
+ * (`offers_always`); both commands refuse
  * every window but the consent window (`forbidden`). `ask(request)` (a test hook) opens a
  * question and emits `consent_changed`; `answers()` lists what the user answered.
  *
@@ -12,7 +13,8 @@
  * entries; `tamperAudit()` breaks the chain at entry 2).
  *
  * Scenario `consent-diff` opens an overwrite_file question with a diff at start;
- * `consent-escalated` a granted write that untrusted text preceded.
+ * `consent-escalated` a granted write that untrusted text preceded; `consent-temporary` a
+ * write in a temporary chat (no "always"; "for this chat" lasts for the chat's run only).
  */
 import type { AuditEntryDto } from '../lib/bindings/AuditEntryDto';
 import type { ConsentRequestDto } from '../lib/bindings/ConsentRequestDto';
@@ -35,6 +37,7 @@ export const DIFF_REQUEST: Omit<ConsentRequestDto, 'id'> = {
   reason: 'it cannot be undone from here: destructive calls always ask',
   escalated_by: null,
   offers_always: false,
+  offers_conversation: false,
 };
 
 export const ESCALATED_REQUEST: Omit<ConsentRequestDto, 'id'> = {
@@ -47,6 +50,21 @@ export const ESCALATED_REQUEST: Omit<ConsentRequestDto, 'id'> = {
   reason: 'untrusted content entered this turn before the request (the output of read_file on notes.txt); grants do not cover it',
   escalated_by: 'the output of read_file on notes.txt',
   offers_always: true,
+  offers_conversation: true,
+};
+
+/** A write asked for in a temporary chat: nothing lasting is offered, "for this chat" is. */
+export const TEMPORARY_REQUEST: Omit<ConsentRequestDto, 'id'> = {
+  call_id: 'call_3',
+  tool: 'create_file',
+  origin: 'built_in',
+  risk: 'write',
+  arguments: '{\n  "path": "shopping.md",\n  "content": "- oats\\n- lemons\\n"\n}',
+  preview: 'creates /home/ada/Notes/shopping.md (18 bytes, 2 lines)',
+  reason: 'it changes files: writes ask unless you allowed them (a temporary chat keeps no grant)',
+  escalated_by: null,
+  offers_always: false,
+  offers_conversation: true,
 };
 
 const TOOLS: ToolDto[] = [
@@ -88,6 +106,7 @@ export function createConsentMock(options: {
   // Open at start (before the IPC mock exists: no event, the window lists them on load).
   if (options.scenario === 'consent-diff') queue(DIFF_REQUEST);
   if (options.scenario === 'consent-escalated') queue(ESCALATED_REQUEST);
+  if (options.scenario === 'consent-temporary') queue(TEMPORARY_REQUEST);
 
   const now = Date.now();
   let grants: GrantDto[] = options.seeded
@@ -150,11 +169,12 @@ export function createConsentMock(options: {
       const at = open.findIndex((r) => r.id === id);
       if (at < 0) return false;
       const [request] = open.splice(at, 1);
-      const lasting = choice === 'conversation' || choice === 'always';
+      const offered =
+        (choice !== 'conversation' || request.offers_conversation) && (choice !== 'always' || request.offers_always);
       answered.push({
         id,
         tool: request.tool,
-        choice: lasting && !request.offers_always ? 'once' : choice,
+        choice: offered ? choice : 'once',
         reason: choice === 'deny' ? reason : null,
       });
       void options.emit('consent_changed', open.length);

@@ -21,6 +21,7 @@
  *   __hearthMock.setChatDelay(ms)      time between streamed chat_token pieces (default 120)
  *   __hearthMock.setLocalServers(list) what detect_local_servers finds from now on
  *   __hearthMock.failNextTurn()        the next turn ends with chat_failed (CHAT_FAILURE)
+ *   __hearthMock.setNextStopReason('cap'|'timeout')  the next turn with tool calls ends for that reason
  *   __hearthMock.setUndoDelay(ms)      how long the Memory screen offers Undo before deleting (default 10 s)
  *   __hearthMock.memories()            every stored memory (any status), a copy
  *   __hearthMock.proposals()           the pending memory proposals (as list_memory_proposals returns them)
@@ -46,7 +47,12 @@
  * markdown (ok plus a code answer and an answer carrying an XSS payload), fallback (the main
  * model fails and the fallback answers), env-provider (HEARTH_PROVIDER_URL overrides the
  * slots), memory-empty (ok without any memory), memory-near-budget (ok plus long pinned
- * memories that take more than 80% of the memory budget), memory-off (ok with memory off).
+ * memories that take more than 80% of the memory budget), memory-off (ok with memory off),
+ * consent-diff / consent-escalated / consent-temporary (a question open in the consent window
+ * at start: a destructive overwrite with a diff; an escalated write; a write in a temporary
+ * chat), tool-calls (ok plus "Clear out old drafts", whose answers carry every tool outcome).
+ * In any scenario with a model, a message containing "read my notes" runs two tool calls
+ * (read_file, then a delete_file the user denies) before its answer (./tool-calls.ts).
  *
  * Search model (see ./embedding.ts): `?embedding=missing|local|provider|off` sets the
  * embedding choice at start (default `missing`: local, not downloaded yet, keyword-only).
@@ -85,6 +91,7 @@ export type MockControl = {
   setChatDelay(ms: number): void;
   setLocalServers(servers: LocalServer[]): void;
   failNextTurn(): void;
+  setNextStopReason(reason: 'cap' | 'timeout'): void;
   setUndoDelay(ms: number): void;
   memories(): MemoryDto[];
   proposals(): MemoryProposalDto[];
@@ -199,6 +206,7 @@ export function installMocks(
     setChatDelay: (ms) => chat.setDelay(ms),
     setLocalServers: (servers) => providers.setLocalServers(servers),
     failNextTurn: () => chat.failNextTurn(),
+    setNextStopReason: (reason) => chat.setNextStopReason(reason),
     setUndoDelay: (ms) => setUndoDelay(ms),
     memories: () => memory.snapshot(),
     proposals: () => memory.proposals(),

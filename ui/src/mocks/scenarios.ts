@@ -14,6 +14,8 @@ export const SCENARIOS = [
   'memory-off',
   'consent-diff',
   'consent-escalated',
+  'consent-temporary',
+  'tool-calls',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -26,4 +28,4 @@ export function scenarioFromLocation(location: Location = window.location): Scen
 
 /** Scenarios with the seeded conversations (and, unless `memory-empty`, memories). */
 export const seededScenario = (scenario: Scenario): boolean =>
-  ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off'].includes(scenario);
+  ['ok', 'markdown', 'memory-empty', 'memory-near-budget', 'memory-off', 'tool-calls'].includes(scenario);

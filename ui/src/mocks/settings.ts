@@ -68,7 +68,14 @@ function validAccelerator(accelerator: string): boolean {
   return mods.length > 0 || /^F\d+$/i.test(key);
 }
 
-type SettingsCommand = 'get_status' | 'get_shortcut' | 'set_shortcut' | 'toggle_quick_prompt' | 'hide_quick_prompt' | 'show_main_window';
+type SettingsCommand =
+  | 'get_status'
+  | 'get_shortcut'
+  | 'set_shortcut'
+  | 'toggle_quick_prompt'
+  | 'hide_quick_prompt'
+  | 'show_main_window'
+  | 'hide_main_window';
 
 export type SettingsMock = {
   handlers: HandlersFor<SettingsCommand>;
@@ -119,6 +126,7 @@ export function createSettingsMock(options: {
     toggle_quick_prompt: () => null,
     hide_quick_prompt: () => null,
     show_main_window: () => null,
+    hide_main_window: () => null,
   };
 
   return {

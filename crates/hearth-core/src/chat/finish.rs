@@ -65,6 +65,12 @@ pub(super) fn finish(
     } else {
         "main"
     };
+    let stop_reason = match &result {
+        Ok(done) if done.stopped => super::StopReason::Cancelled,
+        _ if timed_out => super::StopReason::Timeout,
+        _ if capped => super::StopReason::Cap,
+        _ => super::StopReason::Answer,
+    };
     let cost_usd = usage.and_then(|u| turn.models.cost(&model.provider.base_url, &model.model, u));
     let info = TurnInfo {
         provider: model.provider.name.clone(),
@@ -75,6 +81,9 @@ pub(super) fn finish(
         fallback_from: fallback_from.as_ref().map(|f| f.0.clone()),
         fallback_reason: fallback_from.as_ref().map(|f| f.1.clone()),
         tools_left_out: tools_left_out.clone(),
+        stop_reason: serde_json::to_value(stop_reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned)),
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -137,15 +146,6 @@ pub(super) fn finish(
     let sources = match kept {
         Some(id) if !cited.is_empty() => crate::folders::cite::sources(ctx.store, id)?,
         _ => Vec::new(),
-    };
-    let stop_reason = if done.stopped {
-        super::StopReason::Cancelled
-    } else if timed_out {
-        super::StopReason::Timeout
-    } else if capped {
-        super::StopReason::Cap
-    } else {
-        super::StopReason::Answer
     };
     Ok(TurnOutcome {
         tool_calls,

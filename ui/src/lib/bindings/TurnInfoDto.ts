@@ -16,4 +16,9 @@ fallback_from: string | null,
 /**
  * Tools the model's window had no room for in this turn.
  */
-tools_left_out: Array<string>, };
+tools_left_out: Array<string>, 
+/**
+ * Why the run ended: `answer`, `cap`, `cancelled` or `timeout` (`null` for answers
+ * stored before it was kept).
+ */
+stop_reason: string | null, };

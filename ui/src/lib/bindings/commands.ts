@@ -51,6 +51,7 @@ export type Commands = {
   toggle_quick_prompt: { args: Record<string, never>; result: null };
   hide_quick_prompt: { args: Record<string, never>; result: null };
   show_main_window: { args: Record<string, never>; result: null };
+  hide_main_window: { args: Record<string, never>; result: null };
   chat_status: { args: Record<string, never>; result: ChatStatusDto };
   list_conversations: { args: Record<string, never>; result: Array<ConversationDto> };
   get_messages: { args: { conversationId: string, }; result: Array<MessageDto> };

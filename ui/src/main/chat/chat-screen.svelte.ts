@@ -18,6 +18,7 @@ import type { SendResultDto } from '../../lib/bindings/SendResultDto';
 import { call, subscribe, toErrorDto, type ErrorDto } from '../../lib/ipc';
 import { isMac } from '../../lib/platform';
 import { notify } from '../../lib/toast.svelte';
+import { entriesFrom } from '../../lib/tool-calls';
 import { TurnStream, listenToTurns } from '../../lib/turn-stream';
 import { recordMemoryUpdate } from './memory-updates.svelte';
 import { clearPendingOpen, pendingOpen } from './open.svelte';
@@ -49,6 +50,8 @@ const streamingMessage = (assistantKey: string): Message => ({
   state: 'streaming',
   turn: null,
   sources: [],
+  toolCalls: [],
+  stopReason: null,
 });
 
 export class ChatScreen {
@@ -110,7 +113,10 @@ export class ChatScreen {
     // Keep the newest text in view while it streams (unless the reader scrolled up).
     $effect(() => {
       let size = this.messages.length;
-      for (const m of this.messages) size += m.content.length;
+      for (const m of this.messages) {
+        size += m.content.length;
+        for (const entry of m.toolCalls) size += entry.call === null ? 1 : 2;
+      }
       void size;
       if (!this.log || !this.stickToBottom) return;
       const el = this.log;
@@ -166,20 +172,25 @@ export class ChatScreen {
       state: dto.state,
       turn: dto.turn,
       sources: dto.sources,
+      toolCalls: entriesFrom(dto.tool_calls),
+      stopReason: dto.turn?.stop_reason ?? null,
     };
   }
 
   /**
    * Take the stored messages, keeping the keys of the ones already shown (no re-render, the
    * context selection survives). `done` fills in the turn of the answer it finished if the
-   * stored one has none.
+   * stored one has none, and why its run ended.
    */
   private adopt(list: MessageDto[], done?: ChatDoneEvent): Message[] {
     return list.map((dto, i) => {
       const message = this.fromDto(dto);
       const old = this.messages[i];
       if (old && old.role === message.role && (old.id === dto.id || old.content === dto.content)) message.key = old.key;
-      if (message.turn === null && done && done.message_id !== null && dto.id === done.message_id) message.turn = done.turn;
+      if (done && done.message_id !== null && dto.id === done.message_id) {
+        if (message.turn === null) message.turn = done.turn;
+        message.stopReason = done.stop_reason;
+      }
       return message;
     });
   }
@@ -341,6 +352,8 @@ export class ChatScreen {
           const message = this.assistantMessage(current);
           if (message) message.content = soFar;
         },
+        toolStarted: (_event, calls) => this.showToolCalls(current, calls),
+        toolEnded: (_call, calls) => this.showToolCalls(current, calls),
         done: (done) => this.finish(current, done),
         failed: (failure) => this.finishWithError(failure),
         stopped: (refused) => {
@@ -395,7 +408,17 @@ export class ChatScreen {
     this.contextKey = null;
     this.highlightId = null;
     this.messages.push(
-      { key: this.key(), id: null, role: 'user', content: text, state: 'complete', turn: null, sources: [] },
+      {
+        key: this.key(),
+        id: null,
+        role: 'user',
+        content: text,
+        state: 'complete',
+        turn: null,
+        sources: [],
+        toolCalls: [],
+        stopReason: null,
+      },
       streamingMessage(assistantKey),
     );
     this.draft = '';
@@ -440,6 +463,11 @@ export class ChatScreen {
     await this.turn?.stream.stop();
   };
 
+  private showToolCalls(current: Turn, calls: Message['toolCalls']): void {
+    const message = this.assistantMessage(current);
+    if (message) message.toolCalls = calls;
+  }
+
   private finish(current: Turn, done: ChatDoneEvent): void {
     const message = this.assistantMessage(current);
     if (message) {
@@ -448,6 +476,8 @@ export class ChatScreen {
       message.id = done.message_id;
       message.turn = done.turn;
       message.sources = done.sources;
+      message.toolCalls = entriesFrom(done.tool_calls);
+      message.stopReason = done.stop_reason;
     }
     this.turn = null;
     if (current.view === this.view && done.conversation_id !== null) this.activeId = done.conversation_id;
@@ -461,8 +491,15 @@ export class ChatScreen {
     const current = this.turn;
     if (current) {
       const message = this.assistantMessage(current);
-      if (message && message.content === '') this.messages = this.messages.filter((m) => m.key !== current.key);
-      else if (message) message.state = 'failed';
+      // An answer with nothing to show goes; one whose tools ran stays, to say what they did.
+      const ended = message?.toolCalls.filter((entry) => entry.call !== null) ?? [];
+      if (message && message.content === '' && ended.length === 0) {
+        this.messages = this.messages.filter((m) => m.key !== current.key);
+      } else if (message) {
+        message.state = 'failed';
+        // A call still shown as running never ended: its outcome is unknown.
+        message.toolCalls = ended;
+      }
       if (current.view === this.view) {
         this.error = failure;
         this.retryable = current.kind !== 'send' && current.conversationId !== null;

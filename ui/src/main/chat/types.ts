@@ -1,5 +1,6 @@
 import type { SourceDto } from '../../lib/bindings/SourceDto';
 import type { TurnInfoDto } from '../../lib/bindings/TurnInfoDto';
+import type { ToolCallEntry } from '../../lib/tool-calls';
 
 /** A message as the Chat screen shows it. */
 export type Message = {
@@ -15,4 +16,11 @@ export type Message = {
   turn: TurnInfoDto | null;
   /** For an answer: the passages of the user's files it was given, [1] first. */
   sources: SourceDto[];
+  /** For an answer: its tool calls, in order (a running one has `call: null`). */
+  toolCalls: ToolCallEntry[];
+  /**
+   * For an answer of this session: why its run ended (`answer`, `cap`, `cancelled`,
+   * `timeout`); null when unknown (a stored answer does not keep it).
+   */
+  stopReason: string | null;
 };
