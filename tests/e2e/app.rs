@@ -1803,3 +1803,192 @@ async fn asked_from_the_quick_prompt_with_the_main_window_hidden_a_notification_
         .collect();
     assert_eq!(calls, vec![("allowed".to_owned(), "user".to_owned())]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn always_allow_lets_the_next_write_run_unasked_and_each_call_shows_in_the_chat() {
+    use hearth_testkit::llm_server::{LlmServer, Reply, stream, text_stream, tool_call_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let sandbox = Sandbox::new();
+    let docs = sandbox.root.join("home/Notes");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    let (code, v) = sandbox.cli(
+        &[
+            "folders",
+            "add",
+            docs.to_str().expect("utf-8"),
+            "--writable",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{v}");
+    let docs = std::fs::canonicalize(&docs).expect("canonical");
+    let create = |name: &str, text: &str| {
+        json!({ "path": docs.join(name).to_string_lossy(), "content": text }).to_string()
+    };
+    // The chat requests get the calls and answers; learning requests (the fast slot's
+    // structured ones, which may come between turns) learn nothing.
+    let (packing, errands) = (
+        create("packing.txt", "umbrella"),
+        create("errands.txt", "stamps"),
+    );
+    let script = Reply::Dynamic(std::sync::Arc::new(move |body: &Value| {
+        if body["response_format"]["json_schema"]["name"].as_str() == Some("memory_extraction") {
+            return stream(text_stream(&[r#"{"memories": [], "forget": []}"#], None));
+        }
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        if last["role"] == "tool" {
+            let answer = if last["tool_call_id"] == "call_1" {
+                "I started packing.txt."
+            } else {
+                "And errands.txt."
+            };
+            return stream(text_stream(&[answer], None));
+        }
+        if last["content"].to_string().contains("errands") {
+            stream(tool_call_stream(&[("call_2", "create_file", &errands)]))
+        } else {
+            stream(tool_call_stream(&[("call_1", "create_file", &packing)]))
+        }
+    }));
+    let server = LlmServer::start(vec![script; 12]).await;
+    let (_driver, client, composer) = open_chat(&sandbox, &server).await;
+    composer
+        .send_keys("Start a packing list\u{E007}")
+        .await
+        .expect("send");
+
+    // A write asks (it is not granted yet); "Always allow" is offered for a write.
+    let dialog = eventually("the consent window's question", || async {
+        switch_to(&client, Win::Consent).await.then_some(())?;
+        let d = client
+            .find(Locator::Css("[role='alertdialog']"))
+            .await
+            .ok()?;
+        let text = d.text().await.ok()?;
+        text.contains("create_file").then_some(text)
+    })
+    .await;
+    assert!(dialog.contains("packing.txt"), "{dialog}");
+    assert!(dialog.contains("Always allow"), "{dialog}");
+    let clicked = client
+        .execute(
+            "const always = [...document.querySelectorAll('button')]
+               .find((b) => b.textContent.trim() === 'Always allow create_file');
+             if (always) setTimeout(() => always.click(), 0);
+             return !!always;",
+            vec![],
+        )
+        .await
+        .expect("click Always allow");
+    assert_eq!(clicked, json!(true), "an 'Always allow create_file' button");
+    let back = tokio::time::timeout(Duration::from_secs(20), switch_to(&client, Win::Main)).await;
+    assert!(matches!(back, Ok(true)), "back to the main window");
+    let seen = std::sync::Mutex::new(String::new());
+    let shown = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(log) = client.find(Locator::Css("[role='log']")).await {
+                if let Ok(text) = log.text().await {
+                    let done =
+                        text.contains("I started packing.txt.") && text.contains("create_file");
+                    *seen.lock().expect("seen") = text;
+                    if done {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        shown.is_ok(),
+        "the answer with its call shown; the chat shows:\n{}",
+        seen.lock().expect("seen")
+    );
+    assert_eq!(
+        std::fs::read_to_string(docs.join("packing.txt")).expect("created"),
+        "umbrella"
+    );
+    let outcome = eventually("the call's outcome", || async {
+        text_of(
+            &client,
+            "[data-testid='tool-call'] [data-testid='tool-outcome']",
+        )
+        .await
+    })
+    .await;
+    assert!(outcome.contains("ran"), "{outcome}");
+
+    // The next write of that tool runs unasked: the grant covers it.
+    let composer = client
+        .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+        .await
+        .expect("composer");
+    composer
+        .send_keys("And my errands\u{E007}")
+        .await
+        .expect("send");
+    eventually("the second answer", || async {
+        let log = client.find(Locator::Css("[role='log']")).await.ok()?;
+        log.text()
+            .await
+            .ok()?
+            .contains("And errands.txt.")
+            .then_some(())
+    })
+    .await;
+    let chat = text_of(&client, "[role='log']").await.unwrap_or_default();
+    assert_eq!(
+        std::fs::read_to_string(docs.join("errands.txt"))
+            .unwrap_or_else(|e| panic!("{e}; the chat shows:\n{chat}")),
+        "stamps"
+    );
+    let outcomes = client
+        .find_all(Locator::Css("[data-testid='tool-outcome']"))
+        .await
+        .expect("outcomes");
+    let last = outcomes
+        .last()
+        .expect("two calls")
+        .text()
+        .await
+        .expect("text");
+    assert!(last.contains("allowed by your grant"), "{last}");
+    // Open the first call, as a user checking what ran would, and let the window repaint.
+    client
+        .execute(
+            "document.querySelector(\"[data-testid='tool-call'] button\")?.click(); return true;",
+            vec![],
+        )
+        .await
+        .expect("open the call");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("chat-tool-calls.png"), png).expect("save screenshot");
+    // The consent window never came back: nothing was asked the second time.
+    assert!(switch_to(&client, Win::Consent).await);
+    assert_eq!(visibility(&client).await, "hidden");
+    let _ = tokio::time::timeout(Duration::from_secs(20), client.close()).await;
+    drop(_driver);
+
+    let (code, grants) = sandbox.cli(&["grants", "list"], "");
+    assert_eq!(code, 0, "{grants}");
+    let grants = grants.as_array().cloned().unwrap_or_default();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0]["tool"], "create_file");
+    assert_eq!(grants[0]["scope"], "always");
+    let (_, log) = sandbox.cli(&["audit", "list"], "");
+    let calls: Vec<_> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == "tool_call")
+        .map(|e| as_text(&e["decided_by"]))
+        .collect();
+    assert_eq!(calls, vec!["user".to_owned(), "grant".to_owned()]);
+}

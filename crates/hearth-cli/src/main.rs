@@ -152,9 +152,13 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A span's close says what step ran and how long it took (turn, model_call, tool_call);
+    // spans carry no arguments or content.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

@@ -1107,3 +1107,50 @@ async fn a_stop_kills_the_running_tools_child_and_no_tool_starts_after_it() {
     );
     assert_eq!(server.seen().len(), 1, "the model is not called again");
 }
+
+#[tokio::test]
+async fn every_step_of_a_run_is_in_the_log_and_no_argument_or_content_is() {
+    const MARKER: &str = "zebra-marker-5521";
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    folder(
+        &home,
+        &setup,
+        "docs",
+        true,
+        &[("note.txt", &format!("the note says {MARKER}"))],
+    )
+    .await;
+    let server = LlmServer::start(vec![
+        call("c1", "read_file", r#"{"path": "note.txt"}"#),
+        call(
+            "c2",
+            "create_file",
+            &serde_json::json!({"path": "copy.txt", "content": MARKER}).to_string(),
+        ),
+        answer(&format!("I could not copy {MARKER}.")),
+    ])
+    .await;
+    let message = format!("copy the note about {MARKER}");
+    let mut cmd = chat_cmd(&home, &server, &["chat", &message, "--json"]);
+    cmd.env("HEARTH_LOG", "info");
+    let out = detached(cmd, None).await;
+    assert!(out.status.success());
+    let log = String::from_utf8_lossy(&out.stderr);
+    for step in [
+        "turn{",
+        "model_call{iteration=1",
+        "model_call{iteration=2",
+        "model_call{iteration=3",
+        "tool_call{tool=read_file",
+        "state=\"tool_dispatch\"",
+        "state=\"complete\"",
+    ] {
+        assert!(log.contains(step), "{step} is not in the log:\n{log}");
+    }
+    assert!(!log.contains(MARKER), "content reached the log:\n{log}");
+    assert!(
+        !log.contains("copy.txt"),
+        "an argument reached the log:\n{log}"
+    );
+}

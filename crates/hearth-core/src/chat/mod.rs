@@ -150,8 +150,22 @@ pub(crate) async fn run_turn(
     opts: ChatOptions,
     on_event: impl FnMut(TurnEvent<'_>) + Send,
 ) -> Result<TurnOutcome> {
+    use tracing::Instrument;
+    // Every step is a span or a state event, with no arguments or content in them.
+    let span = tracing::info_span!("turn", temporary = opts.temporary, redo = ?opts.redo);
+    run_stages(ctx, opts, on_event).instrument(span).await
+}
+
+async fn run_stages(
+    ctx: &TurnContext<'_>,
+    opts: ChatOptions,
+    on_event: impl FnMut(TurnEvent<'_>) + Send,
+) -> Result<TurnOutcome> {
+    tracing::info!(state = "received");
     let turn = prepare::prepare(ctx, &opts).await?;
+    tracing::info!(state = "retrieving");
     let mut prompt = assemble::Prompt::gather(ctx, &opts, &turn).await;
+    tracing::info!(state = "assembling");
     let mut tools = crate::tools::run::ToolRun::new(
         opts.tools.clone(),
         ctx.store.clone(),
@@ -172,5 +186,8 @@ pub(crate) async fn run_turn(
     tools.set_turn(&turn.text, ctx.sources.retrieval.clone());
     let streamed =
         stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_event).await?;
-    finish::finish(ctx, &opts, &turn, rows, streamed)
+    tracing::info!(state = "evaluating");
+    let outcome = finish::finish(ctx, &opts, &turn, rows, streamed)?;
+    tracing::info!(state = "complete", stop_reason = ?outcome.stop_reason, calls = outcome.tool_calls.len());
+    Ok(outcome)
 }

@@ -136,18 +136,28 @@ pub(super) async fn stream<'a>(
                 ..ChatRequest::default()
             };
             let call_started = Instant::now();
-            let result = ctx
-                .client
-                .stream_chat(&model.provider, &request, ctx.cancel, |event| {
-                    if let StreamEvent::Text(t) = event {
-                        if let Ok(mut s) = sink.lock() {
-                            s.push_str(&t);
+            let result = {
+                use tracing::Instrument;
+                let span = tracing::info_span!(
+                    "model_call",
+                    iteration = iterations + 1,
+                    model = %model.model,
+                    tools = request.tools.len()
+                );
+                tracing::info!(state = "inferring");
+                ctx.client
+                    .stream_chat(&model.provider, &request, ctx.cancel, |event| {
+                        if let StreamEvent::Text(t) = event {
+                            if let Ok(mut s) = sink.lock() {
+                                s.push_str(&t);
+                            }
+                            on_event(super::TurnEvent::Text(&t));
+                            crate::failpoint::panic_at("turn");
                         }
-                        on_event(super::TurnEvent::Text(&t));
-                        crate::failpoint::panic_at("turn");
-                    }
-                })
-                .await;
+                    })
+                    .instrument(span)
+                    .await
+            };
             let error = match &result {
                 Ok(done) if !done.tool_calls.is_empty() && !done.stopped && !capped => {
                     // The model asked for tools: run them through the gate, tell it what
@@ -165,6 +175,7 @@ pub(super) async fn stream<'a>(
                     // Reads of one step run side by side; a write or destructive call
                     // runs alone, in order, never batched.
                     let calls = &done.tool_calls;
+                    tracing::info!(state = "tool_dispatch", calls = calls.len());
                     let mut i = 0;
                     while i < calls.len() {
                         let mut j = i + 1;
