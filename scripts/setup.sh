@@ -47,6 +47,12 @@ if ! cmp -s "$here/ui/package-lock.json" "$stamp" 2>/dev/null; then
 fi
 
 if [ "$mode" = test ]; then
+  # The MCP reference servers the tests run (pinned by tests/mcp-servers/package-lock.json).
+  mstamp="$here/tests/mcp-servers/node_modules/.hearth-lock"
+  if ! cmp -s "$here/tests/mcp-servers/package-lock.json" "$mstamp" 2>/dev/null; then
+    (cd "$here/tests/mcp-servers" && npm ci --no-audit --no-fund --ignore-scripts)
+    cp "$here/tests/mcp-servers/package-lock.json" "$mstamp"
+  fi
   if ! command -v tauri-driver >/dev/null; then
     echo "setup: installing tauri-driver"
     cargo install tauri-driver --locked --version "^2"

@@ -71,7 +71,7 @@ pub fn answer_consent<R: Runtime>(
 pub fn list_tools(state: State<'_, AppState>) -> Result<Vec<ToolDto>, ErrorDto> {
     Ok(state
         .hearth()?
-        .tools()
+        .tools()?
         .into_iter()
         .map(|t| ToolDto {
             name: t.name,

@@ -137,6 +137,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// MCP servers: their approved tools join the chat's, under the same consent gate.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// What you allowed tools ahead of time: a tool for one conversation, or always.
     Grants {
         #[command(subcommand)]
@@ -538,6 +543,66 @@ pub enum EmbeddingCommand {
 pub enum ToolsCommand {
     /// Every tool: name, where it comes from, its risk tier and whether it is on.
     List,
+    /// Set an MCP tool's risk tier (read, write or destructive); built-ins keep theirs.
+    Risk {
+        /// The tool's name as `hearth tools list` shows it (server__tool).
+        tool: String,
+        /// read, write or destructive.
+        #[arg(value_parser = ["read", "write", "destructive"])]
+        risk: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Add a server: `hearth mcp add NAME -- COMMAND ARGS…` or `hearth mcp add NAME --url URL`.
+    ///
+    /// Starts it once to list its tools and approves nothing. Values of --env and --header
+    /// are read from the terminal, or one line each from stdin, in the order given; never
+    /// from the command line.
+    Add {
+        /// A name for the server (letters, digits, '-', '_', '.').
+        name: String,
+        /// A Streamable HTTP endpoint instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// An environment variable the server gets (its value is a secret; repeatable).
+        #[arg(long = "env", value_name = "KEY")]
+        env: Vec<String>,
+        /// An HTTP header the server is sent (its value is a secret; repeatable).
+        #[arg(long = "header", value_name = "NAME", requires = "url")]
+        header: Vec<String>,
+        /// Replace a server of that name.
+        #[arg(long)]
+        replace: bool,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required_unless_present = "url")]
+        command: Vec<String>,
+    },
+    /// Every server as last known: transport, state, tools (starts nothing).
+    List,
+    /// Start a server and list its tools: name, risk, risk_source, state.
+    Tools { name: String },
+    /// Approve a server's tools as they are listed now (or one tool), pinning them.
+    Approve {
+        name: String,
+        /// Only this tool (its own name or server__tool).
+        tool: Option<String>,
+    },
+    /// What changed since you approved: a diff per tool that is off until reviewed.
+    Review { name: String },
+    /// Remove a server, its tools and its secrets. Asks on a terminal; elsewhere requires
+    /// --yes.
+    Remove {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Turn a server on: its approved tools are offered again.
+    Enable { name: String },
+    /// Turn a server off: it is stopped and none of its tools is offered.
+    Disable { name: String },
 }
 
 #[derive(Debug, Subcommand)]

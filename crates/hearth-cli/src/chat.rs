@@ -89,7 +89,10 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                     let _ = stdout.flush();
                 }
             })
-            .await?;
+            .await;
+        // MCP servers this chat started are stopped (the whole process group).
+        hearth.mcp().shutdown().await;
+        let outcome = outcome?;
         if !json {
             println!();
             print_sources(&outcome.sources);

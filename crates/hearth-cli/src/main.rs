@@ -6,6 +6,7 @@ mod chat;
 mod embedding;
 mod folders;
 mod key;
+mod mcp;
 mod memory;
 mod output;
 mod providers;
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
         Command::Embedding { command } => embedding::run(&out, command),
         Command::Folders { command } => folders::run(&out, command),
         Command::Tools { command } => tools::run(&out, command),
+        Command::Mcp { command } => mcp::run(&out, command),
         Command::Grants { command } => tools::grants(&out, command),
         Command::Audit { command } => match tools::audit(&out, command) {
             Ok(0) => Ok(()),

@@ -14,7 +14,7 @@ use crate::output::{Failure, Out};
 pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
     match command {
         ToolsCommand::List => {
-            let tools = Hearth::open_oneshot(&open_options()?)?.tools();
+            let tools = Hearth::open_oneshot(&open_options()?)?.tools()?;
             if out.json {
                 let rows: Vec<_> = tools
                     .iter()
@@ -32,13 +32,31 @@ pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
             } else {
                 for t in tools {
                     println!(
-                        "{:<16} {:<12} {:<9} {}",
+                        "{:<32} {:<12} {:<12} {}",
                         t.name,
                         t.risk.as_str(),
                         t.origin.label(),
                         if t.enabled { "on" } else { "off" }
                     );
                 }
+            }
+            Ok(())
+        }
+        ToolsCommand::Risk { tool, risk } => {
+            let risk = match risk.as_str() {
+                "read" => hearth_core::tools::Risk::Read,
+                "write" => hearth_core::tools::Risk::Write,
+                _ => hearth_core::tools::Risk::Destructive,
+            };
+            Hearth::open_oneshot(&open_options()?)?
+                .mcp()
+                .set_risk(&tool, risk)?;
+            if out.json {
+                out.print_json(
+                    &serde_json::json!({"name": tool, "risk": risk, "risk_source": "user"}),
+                );
+            } else {
+                println!("{tool} is now {}.", risk.as_str());
             }
             Ok(())
         }

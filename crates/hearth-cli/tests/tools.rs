@@ -5,81 +5,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{Home, answer, json_of};
+use common::{Home, answer, call, detached, json_of, on_a_terminal};
 use hearth_testkit::llm_server::{LlmServer, Reply, stream, tool_call_stream};
 use serde_json::Value;
-
-fn call(id: &str, name: &str, args: &str) -> Reply {
-    stream(tool_call_stream(&[(id, name, args)]))
-}
-
-/// `cmd` run in a new session: no controlling terminal, whatever the test runner has.
-/// `stdin` is piped in (`None`: no stdin).
-async fn detached(cmd: Command, stdin: Option<&str>) -> Output {
-    let mut c = Command::new("setsid");
-    c.arg("-w").arg(cmd.get_program()).args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let stdin = stdin.map(str::to_owned);
-    tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        let mut child = c.spawn().expect("spawn setsid");
-        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            let _ = pipe.write_all(text.as_bytes());
-        }
-        child.wait_with_output().expect("wait")
-    })
-    .await
-    .expect("join")
-}
-
-/// `cmd` run on a real terminal (a pty by `script`), the user typing `typed`; stdout and
-/// stderr go to files, so the terminal carries only the consent prompt. Returns the
-/// command's JSON output and the terminal's text.
-async fn on_a_terminal(cmd: Command, typed: &str, dir: &Path) -> (Value, String) {
-    let out = dir.join("out.json");
-    let err = dir.join("err.txt");
-    let mut line = String::from("exec");
-    line.push_str(&format!(" '{}'", cmd.get_program().to_string_lossy()));
-    for a in cmd.get_args() {
-        line.push_str(&format!(
-            " '{}'",
-            a.to_string_lossy().replace('\'', "'\\''")
-        ));
-    }
-    line.push_str(&format!(" > '{}' 2> '{}'", out.display(), err.display()));
-    let mut c = Command::new("script");
-    c.args(["-qec", &line, "/dev/null"]);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    let tty = detached(c, Some(typed)).await;
-    let json = std::fs::read(&out).unwrap_or_default();
-    let terminal = String::from_utf8_lossy(&tty.stdout).into_owned();
-    let parsed = serde_json::from_slice(&json).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}\nterminal: {terminal}",
-            String::from_utf8_lossy(&json),
-            std::fs::read_to_string(&err).unwrap_or_default()
-        )
-    });
-    (parsed, terminal)
-}
 
 /// A folder added (writable or not) with `files`.
 async fn folder(

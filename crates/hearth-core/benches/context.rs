@@ -64,6 +64,7 @@ fn bench(c: &mut Criterion) {
         ),
         history: &history,
         retrieved: &passages,
+        tool_schemas: None,
         current: &current,
     };
     enc.count("warm up");

@@ -229,6 +229,9 @@ pub struct Parts<'a> {
     /// (4) Retrieved passages, best first; they ride with the current message, after
     /// everything cacheable.
     pub retrieved: &'a [Passage],
+    /// (4) The full schemas of the tools likeliest to help with this message, when the
+    /// tools array holds short entries (it rides with the passages, as data).
+    pub tool_schemas: Option<&'a str>,
     /// (5) The message being answered.
     pub current: &'a Message,
 }
@@ -331,7 +334,23 @@ pub fn assemble(parts: Parts<'_>, encoding: Encoding, window: u32) -> Result<Ass
     // Retrieved passages, best first, while they fit their cap and the room left.
     let mut room = input_budget - fixed;
     let retrieved_room = budgets.retrieved.min(room);
-    let (data, included) = retrieved_block(parts.retrieved, retrieved_room, encoding);
+    // Tool schemas first (they are few and the turn may need them to act), then passages
+    // in what is left of the zone.
+    let schemas = parts
+        .tool_schemas
+        .filter(|b| count(encoding, b) < retrieved_room)
+        .map(str::to_owned);
+    let schema_tokens = schemas.as_deref().map_or(0, |b| count(encoding, b));
+    let (passages, included) = retrieved_block(
+        parts.retrieved,
+        retrieved_room.saturating_sub(schema_tokens),
+        encoding,
+    );
+    let data = match schemas {
+        Some(s) if passages.is_empty() => s,
+        Some(s) => format!("{s}\n{passages}"),
+        None => passages,
+    };
     let cited: Vec<(u32, i64)> = parts.retrieved[..included]
         .iter()
         .enumerate()
@@ -399,6 +418,7 @@ mod tests {
             summary: None,
             history,
             retrieved: &[],
+            tool_schemas: None,
             current,
         }
     }

@@ -98,6 +98,18 @@ pub enum Error {
     #[error(transparent)]
     Service(ServiceError),
 
+    /// An MCP server did not start or did not answer `initialize`.
+    #[error(
+        "the MCP server {server} did not start: {detail}{}",
+        stderr_tail(stderr)
+    )]
+    McpStart {
+        server: String,
+        detail: String,
+        /// Its last stderr lines (shown to the user, never logged).
+        stderr: Vec<String>,
+    },
+
     /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
     Task(String),
@@ -130,6 +142,7 @@ impl Error {
             Error::Database(_) => "database",
             Error::Service(e) => e.code,
             Error::Task(_) => "internal",
+            Error::McpStart { .. } => "mcp_start_failed",
         }
     }
 
@@ -214,4 +227,16 @@ impl std::error::Error for ServiceError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.inner.source()
     }
+}
+
+fn stderr_tail(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail: Vec<&str> = lines
+        .iter()
+        .skip(lines.len().saturating_sub(5))
+        .map(String::as_str)
+        .collect();
+    format!("\nits last words:\n  {}", tail.join("\n  "))
 }

@@ -51,8 +51,9 @@ pub use hearth::eval;
 pub use hearth::{
     ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
     FolderState, FolderSummary, Hearth, INGEST_JOB, IndexOptions, IndexSummary, JobResult,
-    JobRunner, LocalModelStatus, MemoryCounts, MemoryDetail, MemoryService, ModelService,
-    ProviderService, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope, Status, WatchingFolders,
+    JobRunner, LocalModelStatus, McpService, McpToolInfo, MemoryCounts, MemoryDetail,
+    MemoryService, ModelService, NewServer, ProviderService, REEMBED_JOB, RunPolicy, RunningJobs,
+    SearchScope, ServerReport, Status, ToolReview, WatchingFolders,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

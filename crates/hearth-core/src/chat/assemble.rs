@@ -17,6 +17,9 @@ pub(super) struct Prompt<'a> {
     user: Message,
     /// The tokens of the run's tools array (fitted to the tools zone before assembly).
     tools: u32,
+    /// The full schemas of this message's likeliest tools (when the catalog is short
+    /// entries).
+    tool_schemas: Option<String>,
 }
 
 impl<'a> Prompt<'a> {
@@ -38,12 +41,18 @@ impl<'a> Prompt<'a> {
             passages,
             user: Message::user(turn.text.clone()),
             tools: 0,
+            tool_schemas: None,
         }
     }
 
     /// The tokens the tools array takes (counted into the budget of every assembly).
     pub fn set_tools_tokens(&mut self, tokens: u32) {
         self.tools = tokens;
+    }
+
+    /// The schemas block for the retrieved zone.
+    pub fn set_tool_schemas(&mut self, block: Option<String>) {
+        self.tool_schemas = block;
     }
 
     /// The texts of the passages the prompt may carry (for the tools' quoting rule).
@@ -66,6 +75,7 @@ impl<'a> Prompt<'a> {
                 summary: self.turn.summary.as_deref(),
                 history: &self.turn.history,
                 retrieved: &self.passages,
+                tool_schemas: self.tool_schemas.as_deref(),
                 current: &self.user,
             },
             encoding,

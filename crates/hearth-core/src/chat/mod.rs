@@ -175,6 +175,9 @@ async fn run_stages(
     // every call of the turn, and every turn with this model (the prompt cache keeps it).
     let budget = crate::context::Budgets::for_window(turn.window).tools;
     prompt.set_tools_tokens(tools.fit(budget, turn.encoding).tokens);
+    // When the catalog is short entries, this message's likeliest tools' full schemas
+    // ride in the retrieved zone (the tools array stays the same).
+    prompt.set_tool_schemas(tools.schemas_for(&turn.text));
     let assembled = match prompt.assemble(turn.window, turn.encoding) {
         Ok(a) => a,
         Err(e) => {

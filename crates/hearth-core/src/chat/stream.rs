@@ -174,7 +174,10 @@ pub(super) async fn stream<'a>(
                     });
                     // Reads of one step run side by side; a write or destructive call
                     // runs alone, in order, never batched.
-                    let calls = &done.tool_calls;
+                    // A `call_tool` is handled (and shown) as the call it names.
+                    let calls: Vec<crate::types::ToolCall> =
+                        done.tool_calls.iter().map(|c| tools.resolve(c)).collect();
+                    let calls = &calls;
                     tracing::info!(state = "tool_dispatch", calls = calls.len());
                     let mut i = 0;
                     while i < calls.len() {

@@ -6,6 +6,7 @@ pub mod eval;
 mod folders;
 mod jobs;
 mod liveness;
+mod mcp;
 mod memory;
 mod providers;
 
@@ -22,6 +23,7 @@ pub use folders::{
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use liveness::STALE_TURN;
 use liveness::{Liveness, sweep_dead_turns};
+pub use mcp::{McpService, McpToolInfo, NewServer, ServerReport, ToolReview};
 pub use memory::{ExportFormat, MemoryCounts, MemoryDetail, MemoryService};
 pub use providers::{EffectiveSlots, ModelService, ProviderService};
 
@@ -61,6 +63,8 @@ struct Inner {
     embedder: EmbedderSlot,
     /// Wakes this process's job workers (if started) when a job is queued here.
     jobs_wake: jobs::Wake,
+    /// The MCP servers this process started.
+    mcp: Arc<crate::tools::mcp::manager::Manager>,
 }
 
 /// What `hearth doctor` and the app's Status panel show.
@@ -154,6 +158,7 @@ impl Hearth {
                 liveness,
                 embedder,
                 jobs_wake: Default::default(),
+                mcp: Default::default(),
             }),
         })
     }
@@ -171,10 +176,17 @@ impl Hearth {
         }
     }
 
-    /// The tools a chat offers the model (built in; MCP servers' join in issue 13), with
-    /// their risk tiers.
-    pub fn tools(&self) -> Vec<crate::tools::ToolInfo> {
-        crate::tools::run::catalog(true)
+    /// The tools a chat may offer the model, built in and from MCP servers (as last
+    /// listed; starts nothing), with their risk tiers.
+    pub fn tools(&self) -> Result<Vec<crate::tools::ToolInfo>> {
+        let mut all = crate::tools::run::catalog(true);
+        all.extend(self.mcp().tool_infos()?);
+        Ok(all)
+    }
+
+    /// MCP servers and their tools, one method per use case.
+    pub fn mcp(&self) -> McpService {
+        McpService::new(self.clone())
     }
 
     /// The grants the user gave tools (list, revoke).
@@ -298,6 +310,13 @@ impl Hearth {
             owner: self.inner.liveness.as_ref().map(|l| l.id.as_str()),
             cancel,
         };
+        let mut options = options;
+        if options.tools.enabled {
+            // The approved tools of enabled MCP servers join the built-ins, through the
+            // same gate.
+            let offered = self.mcp().offered().await;
+            options.tools.external.extend(offered);
+        }
         let outcome = crate::chat::run_turn(&ctx, options, on_event).await?;
         if outcome.learn_job.is_some() {
             // Answer, then learn: the app's memory worker takes the job now; the CLI runs

@@ -134,6 +134,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tool grants and the audit log",
         sql: include_str!("migrations/0023_grants_audit.sql"),
     },
+    Migration {
+        version: 24,
+        name: "MCP servers and their pinned tools",
+        sql: include_str!("migrations/0024_mcp.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

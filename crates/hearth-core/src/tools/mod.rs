@@ -20,8 +20,10 @@ pub mod external;
 pub mod gate;
 pub mod grants;
 pub mod history;
+pub mod mcp;
 pub mod paths;
 pub mod run;
+pub mod select;
 
 use serde::{Deserialize, Serialize};
 

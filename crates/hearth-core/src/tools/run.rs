@@ -23,6 +23,7 @@ use super::builtin::{ALL, Action, BuiltIn, Env, Output};
 use super::external::ExternalTool;
 use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
 use super::grants::{Grants, Scope};
+use super::select;
 use super::{
     CallRecord, DecidedBy, Decision, MAX_OBSERVATION_BYTES, Origin, ResultStatus, Risk, ToolInfo,
     truncate_observation,
@@ -122,6 +123,10 @@ pub struct Catalog {
     pub tokens: u32,
     /// Tools that did not fit the zone (the context inspector lists them).
     pub left_out: Vec<String>,
+    /// The full schemas did not fit: every tool is a short entry beside `describe_tool`
+    /// and `call_tool`, and each message gets the schemas of its likeliest tools
+    /// ([`super::select`]).
+    pub selection: bool,
 }
 
 /// Framing tokens per tool in a tools array (the provider's wrapper around each).
@@ -247,8 +252,92 @@ impl ToolRun {
     /// Fits the tools array to the tools zone of the window (`budget` tokens, counted
     /// with `encoding`); the run offers that array on every call.
     pub fn fit(&mut self, budget: u32, encoding: crate::tokens::Encoding) -> &Catalog {
-        self.catalog
-            .insert(fit_catalog(&self.enabled_specs(), budget, encoding))
+        let all = self.enabled_specs();
+        let full = fit_catalog(&all, budget, encoding);
+        if full.left_out.is_empty() {
+            return self.catalog.insert(full);
+        }
+        // Short entries for every tool, the two catalog tools first (so they always fit).
+        let mut short = vec![
+            (select::describe_spec(), Risk::Read),
+            (select::call_spec(), Risk::Read),
+        ];
+        short.extend(all.iter().map(|(s, r)| (select::short_spec(s), *r)));
+        let mut catalog = fit_catalog(&short, budget, encoding);
+        catalog.selection = true;
+        self.catalog.insert(catalog)
+    }
+
+    /// The call as the run handles it: a `call_tool` (in selection) is the call it names.
+    pub fn resolve(&self, call: &ToolCall) -> ToolCall {
+        if self.selecting() && call.name == select::CALL_TOOL {
+            if let Some(inner) = select::unwrap_call_tool(call) {
+                return inner;
+            }
+        }
+        call.clone()
+    }
+
+    fn selecting(&self) -> bool {
+        self.catalog.as_ref().is_some_and(|c| c.selection)
+    }
+
+    /// In selection, the full schemas of the tools likeliest to help with `message`, as a
+    /// block of data for the retrieved zone; `None` otherwise.
+    pub fn schemas_for(&self, message: &str) -> Option<String> {
+        if !self.selecting() {
+            return None;
+        }
+        let specs: Vec<ToolSpec> = self
+            .enabled_specs()
+            .into_iter()
+            .map(|(s, _)| s)
+            .filter(|s| self.offered(&s.name))
+            .collect();
+        let chosen: Vec<&ToolSpec> = select::rank(&specs, message, select::TOP_K)
+            .into_iter()
+            .filter_map(|i| specs.get(i))
+            .collect();
+        select::schemas_block(&chosen)
+    }
+
+    /// `describe_tool`: the full description and schema of an offered tool (a read, run
+    /// unasked; an external tool's description is untrusted text).
+    fn describe(&mut self, call: &ToolCall) -> CallRecord {
+        let mut record = first_record(call, None);
+        record.risk = Risk::Read;
+        let wanted = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_owned));
+        let found = wanted.as_deref().and_then(|w| {
+            self.offered(w)
+                .then(|| self.enabled_specs().into_iter().find(|(s, _)| s.name == w))
+                .flatten()
+        });
+        match (wanted, found) {
+            (Some(name), Some((spec, risk))) => {
+                record.decision = Decision::Allowed;
+                record.result_status = ResultStatus::Ok;
+                record.observation = serde_json::to_string_pretty(&serde_json::json!({
+                    "name": spec.name,
+                    "risk": risk,
+                    "description": spec.description,
+                    "parameters": spec.parameters,
+                }))
+                .unwrap_or_default();
+                let external = self.settings.external.iter().any(|x| x.name() == name);
+                if external && self.untrusted.is_none() {
+                    self.untrusted = Some(format!("the description of {name}"));
+                }
+            }
+            (Some(name), None) => {
+                record.observation = format!("Error: there is no tool named `{name}`.");
+            }
+            (None, _) => {
+                record.observation = "Error: describe_tool needs {\"name\": \"TOOL\"}.".into();
+            }
+        }
+        record
     }
 
     /// The tools array of every request of the run: the same each turn, so the prompt
@@ -358,6 +447,16 @@ impl ToolRun {
 
     /// Parses, validates and gates a call: `Ok` when it is to run, else its finished record.
     async fn check(&mut self, call: &ToolCall) -> Result<Ready, CallRecord> {
+        if self.selecting() && call.name == select::DESCRIBE_TOOL {
+            return Err(self.describe(call));
+        }
+        if self.selecting() && call.name == select::CALL_TOOL {
+            let mut record = first_record(call, None);
+            record.observation = "Error: call_tool needs {\"name\": \"TOOL\", \"arguments\": {…}} \
+                naming a tool of the catalog."
+                .into();
+            return Err(record);
+        }
         let tool = self.find(&call.name);
         let mut record = first_record(call, tool.as_ref());
         let arguments = record.arguments.clone();

@@ -1,0 +1,201 @@
+//! `hearth mcp`: MCP servers and their tools.
+
+use std::collections::BTreeMap;
+
+use hearth_core::{Hearth, McpToolInfo, NewServer};
+use serde_json::json;
+
+use crate::args::McpCommand;
+use crate::open_options;
+use crate::output::{Failure, Out};
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new("internal", e.to_string()))
+}
+
+/// Reads each named value (a secret) from the terminal, or a line of stdin each.
+fn read_values(names: &[String], what: &str) -> Result<BTreeMap<String, String>, Failure> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        let value = crate::secrets::read_secret_line(&format!("Value of {what} {name}: "))?;
+        out.insert(name.clone(), value);
+    }
+    Ok(out)
+}
+
+fn print_tools(tools: &[McpToolInfo]) {
+    if tools.is_empty() {
+        println!("No tools.");
+    }
+    for t in tools {
+        println!(
+            "{:<40} {:<11} {:<10} {}",
+            t.name,
+            t.risk.as_str(),
+            t.risk_source,
+            t.state.as_str()
+        );
+    }
+}
+
+pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
+    let opts = open_options()?;
+    match command {
+        McpCommand::Add {
+            name,
+            url,
+            env,
+            header,
+            replace,
+            command,
+        } => {
+            let env = read_values(&env, "environment variable")?;
+            let headers = read_values(&header, "header")?;
+            let mut command = command.into_iter();
+            let new = NewServer {
+                name,
+                command: command.next(),
+                args: command.collect(),
+                url,
+                env,
+                headers,
+            };
+            let report = runtime()?.block_on(async {
+                let hearth = Hearth::open_oneshot(&opts)?;
+                let mcp = hearth.mcp();
+                let report = mcp.add(new, replace).await;
+                mcp.shutdown().await;
+                report
+            })?;
+            if out.json {
+                out.print_json(&report);
+            } else {
+                println!(
+                    "Added {} with {} tools; none is offered until you approve them:",
+                    report.server.name,
+                    report.tools.len()
+                );
+                print_tools(&report.tools);
+                println!("Approve with: hearth mcp approve {}", report.server.name);
+            }
+            Ok(())
+        }
+        McpCommand::List => {
+            let servers = Hearth::open_oneshot(&opts)?.mcp().list()?;
+            if out.json {
+                out.print_json(&servers);
+            } else if servers.is_empty() {
+                println!("No MCP servers. Add one with: hearth mcp add NAME -- COMMAND ARGS…");
+            } else {
+                for s in servers {
+                    let target = match &s.transport {
+                        hearth_core::tools::mcp::config::Transport::Stdio { command, args } => {
+                            format!("{} {}", command.display(), args.join(" "))
+                        }
+                        hearth_core::tools::mcp::config::Transport::Http { url } => url.clone(),
+                    };
+                    println!(
+                        "{:<20} {:<8} {:<4} {}",
+                        s.name,
+                        s.state,
+                        if s.enabled { "on" } else { "off" },
+                        target.trim_end()
+                    );
+                }
+            }
+            Ok(())
+        }
+        McpCommand::Tools { name } => {
+            let tools = runtime()?.block_on(async {
+                let hearth = Hearth::open_oneshot(&opts)?;
+                let mcp = hearth.mcp();
+                let tools = mcp.tools(&name).await;
+                mcp.shutdown().await;
+                tools
+            })?;
+            if out.json {
+                out.print_json(&tools);
+            } else {
+                print_tools(&tools);
+            }
+            Ok(())
+        }
+        McpCommand::Approve { name, tool } => {
+            let n = Hearth::open_oneshot(&opts)?
+                .mcp()
+                .approve(&name, tool.as_deref())?;
+            if out.json {
+                out.print_json(&json!({"server": name, "approved": n}));
+            } else {
+                println!("Approved {n} tools of {name}; they are offered in chats now.");
+            }
+            Ok(())
+        }
+        McpCommand::Review { name } => {
+            let reviews = Hearth::open_oneshot(&opts)?.mcp().review(&name)?;
+            if out.json {
+                out.print_json(&reviews);
+            } else if reviews.is_empty() {
+                println!("Nothing to review: every tool of {name} is as you approved it.");
+            } else {
+                for r in reviews {
+                    println!("{} ({})", r.name, r.state.as_str());
+                    if r.risk_lowered {
+                        println!("  WARNING: its annotations now ask for less care than before.");
+                    }
+                    print!("{}", r.diff);
+                }
+                println!("Approve what you reviewed with: hearth mcp approve {name} [TOOL]");
+            }
+            Ok(())
+        }
+        McpCommand::Remove { name, yes } => {
+            if !yes
+                && !crate::secrets::confirm(&format!(
+                    "Remove the MCP server {name}, its tools and its secrets?"
+                ))
+            {
+                return Err(Failure::new(
+                    "confirmation_required",
+                    "not confirmed: run on a terminal and type yes, or pass --yes",
+                ));
+            }
+            runtime()?.block_on(async {
+                let hearth = Hearth::open_oneshot(&opts)?;
+                hearth.mcp().remove(&name).await
+            })?;
+            if out.json {
+                out.print_json(&json!({"removed": name}));
+            } else {
+                println!("Removed {name}.");
+            }
+            Ok(())
+        }
+        McpCommand::Enable { name } => set_enabled(out, &opts, &name, true),
+        McpCommand::Disable { name } => set_enabled(out, &opts, &name, false),
+    }
+}
+
+fn set_enabled(
+    out: &Out,
+    opts: &hearth_core::OpenOptions,
+    name: &str,
+    enabled: bool,
+) -> Result<(), Failure> {
+    let row = runtime()?.block_on(async {
+        let hearth = Hearth::open_oneshot(opts)?;
+        hearth.mcp().set_enabled(name, enabled).await
+    })?;
+    if out.json {
+        out.print_json(&row);
+    } else if enabled {
+        println!("{name} is on.");
+    } else {
+        println!("{name} is off: none of its tools is offered.");
+    }
+    Ok(())
+}

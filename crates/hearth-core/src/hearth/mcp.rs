@@ -1,0 +1,297 @@
+//! The MCP service of the façade: every use case of `hearth mcp` and the Tools screen's
+//! servers, so the app and the CLI behave the same.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Hearth;
+use crate::tools::mcp::config::{Secrets, Transport, resolve_command};
+use crate::tools::mcp::registry::{Registry, ServerRow, ToolRow, definition_diff};
+use crate::tools::mcp::{Definition, ToolState};
+use crate::tools::{Risk, ToolInfo};
+use crate::{Error, Result};
+
+/// A server to add.
+#[derive(Debug, Clone, Default)]
+pub struct NewServer {
+    pub name: String,
+    /// A command (bare, resolved on the user's PATH, or a path) and its arguments…
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// …or a Streamable HTTP URL.
+    pub url: Option<String>,
+    /// Env values and header values: secrets.
+    pub env: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, String>,
+}
+
+/// One tool of a server as `hearth mcp tools` and the Tools screen show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpToolInfo {
+    /// The name the model calls it by (`server__tool`).
+    pub name: String,
+    /// The server's own name for it.
+    pub tool: String,
+    pub server: String,
+    pub description: String,
+    pub risk: Risk,
+    /// `annotation`, `default` or `user`.
+    pub risk_source: &'static str,
+    pub open_world: bool,
+    pub state: ToolState,
+}
+
+/// What changed in a tool since the user approved it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolReview {
+    pub name: String,
+    pub tool: String,
+    pub state: ToolState,
+    /// A unified diff of the definition (approved → now); for a new tool, its whole
+    /// definition as added lines.
+    pub diff: String,
+    /// Its annotations now ask for less care than the approved ones did.
+    pub risk_lowered: bool,
+}
+
+/// A server with what was learned starting it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerReport {
+    #[serde(flatten)]
+    pub server: ServerRow,
+    pub tools: Vec<McpToolInfo>,
+}
+
+/// `hearth mcp …` and the Tools screen's servers.
+pub struct McpService {
+    hearth: Hearth,
+}
+
+fn info_of(row: &ToolRow, server_approved: bool) -> McpToolInfo {
+    let (risk, risk_source) = row.risk();
+    McpToolInfo {
+        name: row.exposed.clone(),
+        tool: row.definition.name.clone(),
+        server: row.server.clone(),
+        description: row.definition.description.clone(),
+        risk,
+        risk_source,
+        open_world: row.definition.open_world(),
+        state: row.state(server_approved),
+    }
+}
+
+impl McpService {
+    pub(super) fn new(hearth: Hearth) -> Self {
+        Self { hearth }
+    }
+
+    fn registry(&self) -> Registry {
+        Registry::new(self.hearth.inner.store.clone())
+    }
+
+    fn builtins() -> Vec<String> {
+        crate::tools::run::catalog(true)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    }
+
+    /// Adds a server: stores its config (a bare command resolved on PATH to an absolute
+    /// path; env and header values in the keyring), starts it once to list its tools and
+    /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`).
+    pub async fn add(&self, new: NewServer, replace: bool) -> Result<ServerReport> {
+        let transport = match (&new.command, &new.url) {
+            (Some(cmd), None) => {
+                let cwd = std::env::current_dir().unwrap_or_else(|_| Path::new("/").into());
+                Transport::Stdio {
+                    command: resolve_command(cmd, std::env::var_os("PATH"), &cwd)?,
+                    args: new.args.clone(),
+                }
+            }
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(Error::InvalidInput(format!(
+                        "{url:?} is not an http(s) URL"
+                    )));
+                }
+                Transport::Http { url: url.clone() }
+            }
+            _ => {
+                return Err(Error::InvalidInput(
+                    "a server needs a command or a URL, not both".into(),
+                ));
+            }
+        };
+        let secrets = Secrets {
+            env: new.env,
+            headers: new.headers,
+        };
+        let registry = self.registry();
+        let server = registry.add(&new.name, &transport, &secrets, replace)?;
+        let manager = &self.hearth.inner.mcp;
+        if let Err(e) = manager.refresh(&registry, &server, &Self::builtins()).await {
+            manager.stop(Some(&server.name)).await;
+            let _ = registry.remove(&server.name);
+            return Err(Error::McpStart {
+                server: server.name,
+                detail: e.detail,
+                stderr: e.stderr,
+            });
+        }
+        self.report(&server.name)
+    }
+
+    fn report(&self, name: &str) -> Result<ServerReport> {
+        let registry = self.registry();
+        let server = registry.require(name)?;
+        let tools = registry
+            .tools(name)?
+            .iter()
+            .map(|t| info_of(t, server.approved))
+            .collect();
+        Ok(ServerReport { server, tools })
+    }
+
+    /// Every server as last known (starts nothing).
+    pub fn list(&self) -> Result<Vec<ServerRow>> {
+        self.registry().list()
+    }
+
+    /// Starts the server (if it is not running) and lists its tools now.
+    pub async fn tools(&self, name: &str) -> Result<Vec<McpToolInfo>> {
+        let registry = self.registry();
+        let server = registry.require(name)?;
+        self.hearth
+            .inner
+            .mcp
+            .refresh(&registry, &server, &Self::builtins())
+            .await
+            .map_err(|e| Error::McpStart {
+                server: name.to_owned(),
+                detail: e.detail,
+                stderr: e.stderr,
+            })?;
+        Ok(self.report(name)?.tools)
+    }
+
+    /// The tools as last listed (starts nothing).
+    pub fn known_tools(&self, name: &str) -> Result<Vec<McpToolInfo>> {
+        Ok(self.report(name)?.tools)
+    }
+
+    /// Approves the server's tools as listed now (or one of them), pinning their
+    /// definitions. Returns how many were approved.
+    pub fn approve(&self, name: &str, tool: Option<&str>) -> Result<usize> {
+        self.registry().approve(name, tool)
+    }
+
+    /// What changed since the user approved: every tool that is not enabled, with a diff.
+    pub fn review(&self, name: &str) -> Result<Vec<ToolReview>> {
+        let registry = self.registry();
+        let server = registry.require(name)?;
+        let empty = Definition {
+            name: String::new(),
+            description: String::new(),
+            input_schema: serde_json::Value::Null,
+            annotations: serde_json::Value::Null,
+        };
+        Ok(registry
+            .tools(name)?
+            .iter()
+            .filter(|t| t.state(server.approved) != ToolState::Enabled)
+            .map(|t| {
+                let old = t.approved.as_ref().unwrap_or(&empty);
+                let (now, _) = t.definition.annotated_risk();
+                let risk_lowered = t
+                    .approved
+                    .as_ref()
+                    .is_some_and(|a| now < a.annotated_risk().0);
+                ToolReview {
+                    name: t.exposed.clone(),
+                    tool: t.definition.name.clone(),
+                    state: t.state(server.approved),
+                    diff: definition_diff(old, &t.definition),
+                    risk_lowered,
+                }
+            })
+            .collect())
+    }
+
+    /// Removes a server (stopping it), its tools and its secrets.
+    pub async fn remove(&self, name: &str) -> Result<()> {
+        self.hearth.inner.mcp.stop(Some(name)).await;
+        if !self.registry().remove(name)? {
+            return Err(Error::NotFound(format!("no MCP server named {name:?}")));
+        }
+        Ok(())
+    }
+
+    /// Turns a server on or off (off: stopped, none of its tools offered).
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<ServerRow> {
+        let row = self.registry().set_enabled(name, enabled)?;
+        if !enabled {
+            self.hearth.inner.mcp.stop(Some(name)).await;
+        }
+        Ok(row)
+    }
+
+    /// A server's recent stderr lines, kept in memory only (this process's).
+    pub fn logs(&self, name: &str) -> Vec<String> {
+        self.hearth.inner.mcp.logs(name)
+    }
+
+    /// Stops every server this process started.
+    pub async fn shutdown(&self) {
+        self.hearth.inner.mcp.stop(None).await;
+    }
+
+    /// The MCP tools as the tools list shows them (last known; starts nothing).
+    pub fn tool_infos(&self) -> Result<Vec<ToolInfo>> {
+        let registry = self.registry();
+        let servers = registry.list()?;
+        let mut out = Vec::new();
+        for t in registry.all_tools()? {
+            let Some(server) = servers.iter().find(|s| s.name == t.server) else {
+                continue;
+            };
+            let (risk, risk_source) = t.risk();
+            out.push(ToolInfo {
+                name: t.exposed.clone(),
+                description: t.definition.description.clone(),
+                origin: crate::tools::Origin::Mcp(t.server.clone()),
+                risk,
+                risk_source,
+                enabled: server.enabled && t.state(server.approved) == ToolState::Enabled,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Sets the risk tier of a tool (an MCP tool by its exposed name; built-ins keep
+    /// theirs).
+    pub fn set_risk(&self, tool: &str, risk: Risk) -> Result<()> {
+        if Self::builtins().iter().any(|b| b == tool) {
+            return Err(Error::InvalidInput(format!(
+                "{tool} is built in; its risk tier is fixed"
+            )));
+        }
+        if !self.registry().set_risk(tool, Some(risk))? {
+            return Err(Error::NotFound(format!("no MCP tool named {tool:?}")));
+        }
+        Ok(())
+    }
+
+    /// The tools a chat offers from MCP servers now (starting enabled servers).
+    pub(super) async fn offered(
+        &self,
+    ) -> Vec<std::sync::Arc<dyn crate::tools::external::ExternalTool>> {
+        self.hearth
+            .inner
+            .mcp
+            .offered(&self.registry(), &Self::builtins())
+            .await
+    }
+}

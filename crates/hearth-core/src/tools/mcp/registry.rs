@@ -1,0 +1,470 @@
+//! The servers the user added and their tools' pinned definitions (tables `mcp_servers`,
+//! `mcp_tools`), with the servers' secrets in the keyring (or the encrypted database).
+
+use std::collections::BTreeMap;
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::config::{Secrets, Transport};
+use super::{Definition, ToolState, exposed_name};
+use crate::store::Store;
+use crate::store::key::{KEYRING_SERVICE, KeyBackend};
+use crate::time::now_millis;
+use crate::tools::Risk;
+use crate::{Error, Result};
+
+/// A server as stored (never with its secret values).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerRow {
+    pub name: String,
+    #[serde(flatten)]
+    pub transport: Transport,
+    /// The env variables and headers it is given (values are secrets, not shown).
+    pub env: Vec<String>,
+    pub headers: Vec<String>,
+    /// `none`, `keyring` or `database`.
+    pub secrets_location: String,
+    pub enabled: bool,
+    /// The user approved its tools once (pinning their definitions).
+    pub approved: bool,
+    /// Last known: `new`, `ready` or `error`.
+    pub state: String,
+    pub last_error: Option<String>,
+}
+
+/// One tool of a server, as listed and as approved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRow {
+    pub server: String,
+    /// The name the model calls it by.
+    pub exposed: String,
+    pub definition: Definition,
+    pub hash: String,
+    pub approved: Option<Definition>,
+    pub approved_hash: Option<String>,
+    pub risk_override: Option<Risk>,
+    /// The server still lists it.
+    pub present: bool,
+}
+
+impl ToolRow {
+    /// Where it stands: see [`ToolState`].
+    pub fn state(&self, server_approved: bool) -> ToolState {
+        match (&self.approved_hash, server_approved) {
+            (_, false) => ToolState::NeedsApproval,
+            (None, true) => ToolState::DisabledNew,
+            (Some(h), true) if *h != self.hash => ToolState::DisabledChanged,
+            _ => ToolState::Enabled,
+        }
+    }
+
+    /// Its risk and why: the user's override, else its annotations.
+    pub fn risk(&self) -> (Risk, &'static str) {
+        match self.risk_override {
+            Some(r) => (r, "user"),
+            None => self.definition.annotated_risk(),
+        }
+    }
+}
+
+/// The registry over one store.
+#[derive(Clone)]
+pub struct Registry {
+    store: Store,
+}
+
+fn risk_from(s: Option<String>) -> Option<Risk> {
+    match s.as_deref() {
+        Some("read") => Some(Risk::Read),
+        Some("write") => Some(Risk::Write),
+        Some("destructive") => Some(Risk::Destructive),
+        _ => None,
+    }
+}
+
+impl Registry {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    fn keyring_entry(&self, name: &str) -> Result<keyring::Entry> {
+        keyring::Entry::new(
+            KEYRING_SERVICE,
+            &format!("mcp-{}-{name}", self.store.db_id()),
+        )
+        .map_err(|e| Error::KeyringUnavailable {
+            detail: e.to_string(),
+        })
+    }
+
+    /// Stores a new server (`replace`: over one of that name, its tools and approval gone).
+    pub fn add(
+        &self,
+        name: &str,
+        transport: &Transport,
+        secrets: &Secrets,
+        replace: bool,
+    ) -> Result<ServerRow> {
+        super::config::check_name(name)?;
+        if self.get(name)?.is_some() {
+            if !replace {
+                return Err(Error::InvalidInput(format!(
+                    "a server named {name:?} exists; remove it first"
+                )));
+            }
+            self.remove(name)?;
+        }
+        let location = match (secrets.is_empty(), self.store.key_backend()) {
+            (true, _) => "none",
+            (false, KeyBackend::Keyring) => "keyring",
+            (false, _) => "database",
+        };
+        let json = serde_json::to_string(secrets).map_err(|e| Error::Database(e.to_string()))?;
+        if location == "keyring" {
+            self.keyring_entry(name)?.set_password(&json).map_err(|e| {
+                Error::KeyringUnavailable {
+                    detail: e.to_string(),
+                }
+            })?;
+        }
+        let db_secrets = (location == "database").then_some(json);
+        let (command, args, url, transport_kind) = match transport {
+            Transport::Stdio { command, args } => (
+                Some(command.to_string_lossy().into_owned()),
+                serde_json::to_string(args).unwrap_or_else(|_| "[]".into()),
+                None,
+                "stdio",
+            ),
+            Transport::Http { url } => (None, "[]".to_owned(), Some(url.clone()), "http"),
+        };
+        let env_names = serde_json::to_string(&secrets.env.keys().collect::<Vec<_>>())
+            .unwrap_or_else(|_| "[]".into());
+        let header_names = serde_json::to_string(&secrets.headers.keys().collect::<Vec<_>>())
+            .unwrap_or_else(|_| "[]".into());
+        let n = name.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "INSERT INTO mcp_servers (name, transport, command, args, url, env_names, header_names,
+                   secrets_location, secrets, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    n,
+                    transport_kind,
+                    command,
+                    args,
+                    url,
+                    env_names,
+                    header_names,
+                    location,
+                    db_secrets,
+                    now_millis()
+                ],
+            )
+            .map(|_| ())
+        })?;
+        self.get(name)?
+            .ok_or_else(|| Error::Database("the server vanished".into()))
+    }
+
+    /// One server by name.
+    pub fn get(&self, name: &str) -> Result<Option<ServerRow>> {
+        let n = name.to_owned();
+        self.store.read_blocking(move |c| {
+            c.query_row(
+                &format!("{SERVER_COLUMNS} WHERE name = ?1"),
+                [n],
+                row_to_server,
+            )
+            .optional()
+        })
+    }
+
+    /// One server, or `not_found`.
+    pub fn require(&self, name: &str) -> Result<ServerRow> {
+        self.get(name)?
+            .ok_or_else(|| Error::NotFound(format!("no MCP server named {name:?}")))
+    }
+
+    /// Every server, by name.
+    pub fn list(&self) -> Result<Vec<ServerRow>> {
+        self.store.read_blocking(|c| {
+            let mut stmt = c.prepare(&format!("{SERVER_COLUMNS} ORDER BY name"))?;
+            let rows = stmt.query_map([], row_to_server)?;
+            rows.collect()
+        })
+    }
+
+    /// A server's secret values.
+    pub fn secrets(&self, server: &ServerRow) -> Result<Secrets> {
+        let json = match server.secrets_location.as_str() {
+            "keyring" => match self.keyring_entry(&server.name)?.get_password() {
+                Ok(s) => Some(s),
+                Err(keyring::Error::NoEntry) => None,
+                Err(e) => {
+                    return Err(Error::KeyringUnavailable {
+                        detail: e.to_string(),
+                    });
+                }
+            },
+            "database" => {
+                let n = server.name.clone();
+                self.store.read_blocking(move |c| {
+                    c.query_row(
+                        "SELECT secrets FROM mcp_servers WHERE name = ?1",
+                        [n],
+                        |r| r.get::<_, Option<String>>(0),
+                    )
+                })?
+            }
+            _ => None,
+        };
+        Ok(json
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default())
+    }
+
+    /// Removes a server, its tools and its secrets. False when there was none.
+    pub fn remove(&self, name: &str) -> Result<bool> {
+        let Some(server) = self.get(name)? else {
+            return Ok(false);
+        };
+        if server.secrets_location == "keyring" {
+            match self.keyring_entry(name)?.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => {}
+                Err(e) => {
+                    return Err(Error::KeyringUnavailable {
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+        let n = name.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute("DELETE FROM mcp_servers WHERE name = ?1", [n])
+                .map(|_| ())
+        })?;
+        Ok(true)
+    }
+
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<ServerRow> {
+        self.require(name)?;
+        let n = name.to_owned();
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE mcp_servers SET enabled = ?2 WHERE name = ?1",
+                params![n, enabled],
+            )
+            .map(|_| ())
+        })?;
+        self.require(name)
+    }
+
+    /// Remembers how the last start went (`ready`, or `error` with why).
+    pub fn set_state(&self, name: &str, state: &str, error: Option<&str>) -> Result<()> {
+        let (n, s, e) = (name.to_owned(), state.to_owned(), error.map(str::to_owned));
+        self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE mcp_servers SET state = ?2, last_error = ?3 WHERE name = ?1",
+                params![n, s, e],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Records what the server lists now: new tools get their exposed name; changed ones
+    /// their new definition (the approved one stays, so the tool is off until reviewed);
+    /// ones it no longer lists are marked absent. `builtins` are names no tool may take.
+    pub fn record_tools(
+        &self,
+        server: &str,
+        defs: &[Definition],
+        builtins: &[String],
+    ) -> Result<()> {
+        let (server, defs, builtins) = (server.to_owned(), defs.to_vec(), builtins.to_vec());
+        self.store.write_blocking(move |c| {
+            let tx = c.transaction()?;
+            let mut taken: Vec<String> = {
+                let mut stmt = tx.prepare("SELECT exposed FROM mcp_tools")?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            taken.extend(builtins);
+            tx.execute(
+                "UPDATE mcp_tools SET present = 0 WHERE server = ?1",
+                [&server],
+            )?;
+            for d in &defs {
+                let known: Option<String> = tx
+                    .query_row(
+                        "SELECT exposed FROM mcp_tools WHERE server = ?1 AND name = ?2",
+                        params![server, d.name],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let (canonical, hash) = (d.canonical(), d.hash());
+                match known {
+                    Some(_) => {
+                        tx.execute(
+                            "UPDATE mcp_tools SET definition = ?3, hash = ?4, present = 1
+                             WHERE server = ?1 AND name = ?2",
+                            params![server, d.name, canonical, hash],
+                        )?;
+                    }
+                    None => {
+                        let exposed =
+                            exposed_name(&server, &d.name, &|n: &str| taken.iter().any(|t| t == n));
+                        tx.execute(
+                            "INSERT INTO mcp_tools (server, name, exposed, definition, hash)
+                             VALUES (?1, ?2, ?3, ?4, ?5)",
+                            params![server, d.name, exposed, canonical, hash],
+                        )?;
+                        taken.push(exposed);
+                    }
+                }
+            }
+            tx.commit()
+        })
+    }
+
+    /// A server's tools (those it still lists), by name.
+    pub fn tools(&self, server: &str) -> Result<Vec<ToolRow>> {
+        self.tool_rows(Some(server))
+    }
+
+    /// Every server's tools.
+    pub fn all_tools(&self) -> Result<Vec<ToolRow>> {
+        self.tool_rows(None)
+    }
+
+    fn tool_rows(&self, server: Option<&str>) -> Result<Vec<ToolRow>> {
+        let server = server.map(str::to_owned);
+        self.store.read_blocking(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT server, exposed, definition, hash, approved_definition, approved_hash,
+                        risk_override, present
+                 FROM mcp_tools WHERE present = 1 AND (?1 IS NULL OR server = ?1)
+                 ORDER BY server, name",
+            )?;
+            let rows = stmt.query_map([server], |r| {
+                let def: String = r.get(2)?;
+                let approved: Option<String> = r.get(4)?;
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    def,
+                    r.get::<_, String>(3)?,
+                    approved,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, bool>(7)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (server, exposed, def, hash, approved, approved_hash, risk, present) = row?;
+                let Some(definition) = Definition::from_canonical(&def) else {
+                    continue;
+                };
+                out.push(ToolRow {
+                    server,
+                    exposed,
+                    definition,
+                    hash,
+                    approved: approved.as_deref().and_then(Definition::from_canonical),
+                    approved_hash,
+                    risk_override: risk_from(risk),
+                    present,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Pins the definitions the server lists now — every tool's, or `tool`'s (its own
+    /// name or the exposed one) — and marks the server approved. Returns how many.
+    pub fn approve(&self, server: &str, tool: Option<&str>) -> Result<usize> {
+        self.require(server)?;
+        let (s, t) = (server.to_owned(), tool.map(str::to_owned));
+        let n = self.store.write_blocking(move |c| {
+            let tx = c.transaction()?;
+            let n = tx.execute(
+                "UPDATE mcp_tools SET approved_definition = definition, approved_hash = hash
+                 WHERE server = ?1 AND present = 1 AND (?2 IS NULL OR name = ?2 OR exposed = ?2)",
+                params![s, t],
+            )?;
+            tx.execute("UPDATE mcp_servers SET approved = 1 WHERE name = ?1", [&s])?;
+            tx.commit()?;
+            Ok(n)
+        })?;
+        if n == 0 {
+            if let Some(t) = tool {
+                return Err(Error::NotFound(format!(
+                    "{server:?} lists no tool named {t:?}"
+                )));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Sets (or clears, with `None`) the user's risk tier for an MCP tool by its exposed
+    /// name. False when no MCP tool has that name.
+    pub fn set_risk(&self, exposed: &str, risk: Option<Risk>) -> Result<bool> {
+        let (e, r) = (exposed.to_owned(), risk.map(Risk::as_str));
+        let n = self.store.write_blocking(move |c| {
+            c.execute(
+                "UPDATE mcp_tools SET risk_override = ?2 WHERE exposed = ?1",
+                params![e, r],
+            )
+        })?;
+        Ok(n > 0)
+    }
+}
+
+const SERVER_COLUMNS: &str = "SELECT name, transport, command, args, url, env_names, header_names,
+    secrets_location, enabled, approved, state, last_error FROM mcp_servers";
+
+fn row_to_server(r: &rusqlite::Row<'_>) -> rusqlite::Result<ServerRow> {
+    let kind: String = r.get(1)?;
+    let command: Option<String> = r.get(2)?;
+    let args: String = r.get(3)?;
+    let url: Option<String> = r.get(4)?;
+    let names = |s: String| -> Vec<String> { serde_json::from_str(&s).unwrap_or_default() };
+    let transport = match (kind.as_str(), command, url) {
+        ("stdio", Some(command), _) => Transport::Stdio {
+            command: command.into(),
+            args: serde_json::from_str(&args).unwrap_or_default(),
+        },
+        (_, _, url) => Transport::Http {
+            url: url.unwrap_or_default(),
+        },
+    };
+    Ok(ServerRow {
+        name: r.get(0)?,
+        transport,
+        env: names(r.get(5)?),
+        headers: names(r.get(6)?),
+        secrets_location: r.get(7)?,
+        enabled: r.get(8)?,
+        approved: r.get(9)?,
+        state: r.get(10)?,
+        last_error: r.get(11)?,
+    })
+}
+
+/// A line-by-line diff of two definitions, for the review (pretty JSON, keys sorted).
+pub fn definition_diff(old: &Definition, new: &Definition) -> String {
+    let pretty = |d: &Definition| -> String {
+        let v: serde_json::Value = serde_json::from_str(&d.canonical()).unwrap_or_default();
+        let sorted: BTreeMap<String, serde_json::Value> = v
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        serde_json::to_string_pretty(&sorted).unwrap_or_default() + "\n"
+    };
+    similar::TextDiff::from_lines(&pretty(old), &pretty(new))
+        .unified_diff()
+        .context_radius(3)
+        .header("approved", "now")
+        .to_string()
+}
