@@ -1891,14 +1891,13 @@ async fn always_allow_lets_the_next_write_run_unasked_and_each_call_shows_in_the
     let seen = std::sync::Mutex::new(String::new());
     let shown = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            if let Ok(log) = client.find(Locator::Css("[role='log']")).await {
-                if let Ok(text) = log.text().await {
-                    let done =
-                        text.contains("I started packing.txt.") && text.contains("create_file");
-                    *seen.lock().expect("seen") = text;
-                    if done {
-                        return;
-                    }
+            if let Ok(log) = client.find(Locator::Css("[role='log']")).await
+                && let Ok(text) = log.text().await
+            {
+                let done = text.contains("I started packing.txt.") && text.contains("create_file");
+                *seen.lock().expect("seen") = text;
+                if done {
+                    return;
                 }
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

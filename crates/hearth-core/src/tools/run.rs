@@ -270,10 +270,11 @@ impl ToolRun {
 
     /// The call as the run handles it: a `call_tool` (in selection) is the call it names.
     pub fn resolve(&self, call: &ToolCall) -> ToolCall {
-        if self.selecting() && call.name == select::CALL_TOOL {
-            if let Some(inner) = select::unwrap_call_tool(call) {
-                return inner;
-            }
+        if self.selecting()
+            && call.name == select::CALL_TOOL
+            && let Some(inner) = select::unwrap_call_tool(call)
+        {
+            return inner;
         }
         call.clone()
     }

@@ -136,14 +136,14 @@ const STOP: &[&str] = &[
 /// A light stem: plural and common verb endings off, so "files" meets "file".
 fn stem(w: &str) -> String {
     for suffix in ["ing", "ies", "es", "ed", "s"] {
-        if let Some(base) = w.strip_suffix(suffix) {
-            if base.len() >= 3 {
-                return if suffix == "ies" {
-                    format!("{base}y")
-                } else {
-                    base.to_owned()
-                };
-            }
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.len() >= 3
+        {
+            return if suffix == "ies" {
+                format!("{base}y")
+            } else {
+                base.to_owned()
+            };
         }
     }
     w.to_owned()

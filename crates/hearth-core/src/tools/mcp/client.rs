@@ -357,14 +357,14 @@ fn output_of(r: &CallToolResult) -> ExternalOutput {
         }
     }
     let mut text = parts.join("\n");
-    if let Some(s) = &r.structured_content {
-        if !said_by(s, &text) {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str("structuredContent: ");
-            text.push_str(&s.to_string());
+    if let Some(s) = &r.structured_content
+        && !said_by(s, &text)
+    {
+        if !text.is_empty() {
+            text.push('\n');
         }
+        text.push_str("structuredContent: ");
+        text.push_str(&s.to_string());
     }
     if text.len() > MAX_RESULT_BYTES {
         text = crate::tools::truncate_observation(&text, MAX_RESULT_BYTES);

@@ -74,13 +74,13 @@ impl Manager {
             tracing::warn!(server = %server.name, "MCP server died; starting it again");
             slot.conn = None;
         }
-        if let Some(t) = slot.not_before {
-            if Instant::now() < t {
-                return Err(StartError {
-                    detail: "it failed to start a moment ago; trying again shortly".into(),
-                    stderr: slot.logs.tail(20),
-                });
-            }
+        if let Some(t) = slot.not_before
+            && Instant::now() < t
+        {
+            return Err(StartError {
+                detail: "it failed to start a moment ago; trying again shortly".into(),
+                stderr: slot.logs.tail(20),
+            });
         }
         slot.logs = self.logs_of(&server.name);
         let secrets = registry.secrets(server).map_err(|e| StartError {
@@ -307,9 +307,7 @@ impl ExternalTool for McpTool {
                 .is_some_and(|t| t.hash == hash && t.state(true) == ToolState::Enabled);
             if !still {
                 return ExternalOutput {
-                    text: format!(
-                        "the server changed this tool since the user approved it; it is off until the user reviews it"
-                    ),
+                    text: "the server changed this tool since the user approved it; it is off until the user reviews it".into(),
                     ok: false,
                     transient: false,
                 };

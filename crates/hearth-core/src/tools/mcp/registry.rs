@@ -397,12 +397,12 @@ impl Registry {
             tx.commit()?;
             Ok(n)
         })?;
-        if n == 0 {
-            if let Some(t) = tool {
-                return Err(Error::NotFound(format!(
-                    "{server:?} lists no tool named {t:?}"
-                )));
-            }
+        if n == 0
+            && let Some(t) = tool
+        {
+            return Err(Error::NotFound(format!(
+                "{server:?} lists no tool named {t:?}"
+            )));
         }
         Ok(n)
     }
