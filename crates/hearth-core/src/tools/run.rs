@@ -254,7 +254,9 @@ impl ToolRun {
     pub fn fit(&mut self, budget: u32, encoding: crate::tokens::Encoding) -> &Catalog {
         let all = self.enabled_specs();
         let full = fit_catalog(&all, budget, encoding);
-        if full.left_out.is_empty() {
+        // Built-ins alone keep the tiers that fit (reads first); selection is for the
+        // many tools MCP servers bring.
+        if full.left_out.is_empty() || self.settings.external.is_empty() {
             return self.catalog.insert(full);
         }
         // Short entries for every tool, the two catalog tools first (so they always fit).
