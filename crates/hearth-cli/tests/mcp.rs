@@ -686,3 +686,118 @@ async fn secrets_go_to_the_keyring_and_what_a_server_echoes_is_in_no_file() {
         keyring::Entry::new("hearth", &format!("mcp-{db_id}-k")).and_then(|e| e.get_password());
     assert!(gone.is_err());
 }
+
+/// server-everything over Streamable HTTP on a free port of 127.0.0.1, ready.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_everything_http() -> HttpServer {
+    use std::io::{BufRead, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut child = std::process::Command::new("node")
+        .arg(reference("server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start server-everything");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening on port") => break,
+            Some(Ok(_)) => {}
+            _ => panic!("server-everything did not start"),
+        }
+    }
+    // Keep draining its stderr so it never blocks.
+    std::thread::spawn(move || for _ in lines {});
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_is_listed_called_and_a_long_call_is_cancelled_without_losing_the_session()
+ {
+    let http = start_everything_http();
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let added = ok(
+        &home,
+        &setup,
+        &[
+            "mcp",
+            "add",
+            "ev",
+            "--url",
+            &http.url,
+            "--header",
+            "X-Api-Key",
+        ],
+        Some("header-secret-1\n"),
+    )
+    .await;
+    assert_eq!(added["transport"], "http");
+    assert_eq!(added["headers"], json!(["X-Api-Key"]));
+    let tools = by_name(&added["tools"]);
+    for name in [
+        "ev__echo",
+        "ev__get-sum",
+        "ev__trigger-long-running-operation",
+    ] {
+        assert_eq!(
+            tools.get(name).map(|t| t["risk"].clone()),
+            Some(json!("read")),
+            "{name} in {tools:?}"
+        );
+    }
+    ok(&home, &setup, &["mcp", "approve", "ev"], None).await;
+
+    // A call succeeds; a long one runs past the call's time limit and is cancelled
+    // (notifications/cancelled), and the next call on the same session still answers.
+    let server = LlmServer::start(vec![
+        call("h1", "ev__echo", r#"{"message": "hi there"}"#),
+        call(
+            "h2",
+            "ev__trigger-long-running-operation",
+            r#"{"duration": 3600, "steps": 5}"#,
+        ),
+        call("h3", "ev__get-sum", r#"{"a": 2, "b": 40}"#),
+        answer("Done."),
+    ])
+    .await;
+    let mut cmd = chat(&home, &server, &["chat", "echo, wait, add", "--json"]);
+    cmd.env("HEARTH_TOOL_TIMEOUT_MS", "1500");
+    let out = detached(cmd, None).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let status: Vec<&str> = v["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| c["result_status"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(status, ["ok", "timeout", "ok"], "{v}");
+    let told = observations(&server, 3);
+    assert!(told[0].contains("Echo: hi there"), "{told:?}");
+    assert!(told[2].contains("42"), "{told:?}");
+}
