@@ -119,9 +119,24 @@ pub fn json_of(out: &Output) -> serde_json::Value {
 
 /// `hearth ARGS --json`, which must succeed; its JSON.
 pub async fn hearth_ok(home: &Home, server: &LlmServer, args: &[&str]) -> serde_json::Value {
+    hearth_ok_with(home, server, args, None).await
+}
+
+/// `hearth ARGS --json` with `stdin` piped in (no terminal), which must succeed; its JSON.
+/// (`--json` goes right after the command, before any `--`.)
+pub async fn hearth_ok_with(
+    home: &Home,
+    server: &LlmServer,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> serde_json::Value {
     let mut all = args.to_vec();
-    all.push("--json");
-    let out = output(home.cmd(server, &all)).await;
+    all.insert(all.len().min(1), "--json");
+    let cmd = home.cmd(server, &all);
+    let out = match stdin {
+        Some(text) => detached(cmd, Some(text)).await,
+        None => output(cmd).await,
+    };
     assert!(
         out.status.success(),
         "hearth {args:?}: {}\n{}",

@@ -9,7 +9,8 @@ use super::slots::{SLOTS_SETTING, Slot, SlotChoices};
 use crate::llm::{LlmClient, Protocol, Provider};
 use crate::models::{Models, WindowSource};
 use crate::store::Store;
-use crate::store::key::{KEYRING_SERVICE, KeyBackend};
+use crate::store::key::KeyBackend;
+use crate::store::secret::SecretSlot;
 use crate::time::now_millis;
 use crate::{Error, Result};
 
@@ -57,14 +58,8 @@ impl Providers {
         Self { store }
     }
 
-    fn keyring_entry(&self, name: &str) -> Result<keyring::Entry> {
-        keyring::Entry::new(
-            KEYRING_SERVICE,
-            &format!("provider-{}-{name}", self.store.db_id()),
-        )
-        .map_err(|e| Error::KeyringUnavailable {
-            detail: e.to_string(),
-        })
+    fn keyring_entry(&self, name: &str) -> Result<SecretSlot> {
+        SecretSlot::new(&self.store, "provider", name)
     }
 
     /// Adds (or replaces) a provider; the first one becomes the default.
@@ -99,11 +94,7 @@ impl Providers {
             (Some(_), _) => "database",
         };
         if let (Some(key), "keyring") = (&api_key, key_location) {
-            self.keyring_entry(&name)?.set_password(key).map_err(|e| {
-                Error::KeyringUnavailable {
-                    detail: e.to_string(),
-                }
-            })?;
+            self.keyring_entry(&name)?.set(key)?;
         }
         let db_key = api_key
             .filter(|_| key_location == "database")
@@ -160,14 +151,7 @@ impl Providers {
             return Ok(false);
         };
         if cfg.key_location == "keyring" {
-            match self.keyring_entry(name)?.delete_credential() {
-                Ok(()) | Err(keyring::Error::NoEntry) => {}
-                Err(e) => {
-                    return Err(Error::KeyringUnavailable {
-                        detail: e.to_string(),
-                    });
-                }
-            }
+            self.keyring_entry(name)?.delete()?;
         }
         let n = name.to_owned();
         self.store.write_blocking(move |c| {
@@ -245,15 +229,12 @@ impl Providers {
 
     fn api_key(&self, cfg: &ProviderConfig) -> Result<Option<Zeroizing<String>>> {
         match cfg.key_location.as_str() {
-            "keyring" => match self.keyring_entry(&cfg.name)?.get_password() {
-                Ok(k) => Ok(Some(Zeroizing::new(k))),
-                Err(keyring::Error::NoEntry) => Err(Error::InvalidInput(format!(
+            "keyring" => match self.keyring_entry(&cfg.name)?.get()? {
+                Some(k) => Ok(Some(Zeroizing::new(k))),
+                None => Err(Error::InvalidInput(format!(
                     "the API key of provider {} is missing from the keyring; add the provider again",
                     cfg.name
                 ))),
-                Err(e) => Err(Error::KeyringUnavailable {
-                    detail: e.to_string(),
-                }),
             },
             "database" => {
                 let n = cfg.name.clone();

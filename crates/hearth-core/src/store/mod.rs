@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod key;
 mod key_ops;
 pub mod migrations;
+pub(crate) mod secret;
 mod settings;
 mod sidecar;
 mod watch;

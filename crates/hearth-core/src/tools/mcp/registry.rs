@@ -9,7 +9,8 @@ use serde::Serialize;
 use super::config::{Secrets, Transport};
 use super::{Definition, ToolState, exposed_name};
 use crate::store::Store;
-use crate::store::key::{KEYRING_SERVICE, KeyBackend};
+use crate::store::key::KeyBackend;
+use crate::store::secret::SecretSlot;
 use crate::time::now_millis;
 use crate::tools::Risk;
 use crate::{Error, Result};
@@ -88,14 +89,8 @@ impl Registry {
         Self { store }
     }
 
-    fn keyring_entry(&self, name: &str) -> Result<keyring::Entry> {
-        keyring::Entry::new(
-            KEYRING_SERVICE,
-            &format!("mcp-{}-{name}", self.store.db_id()),
-        )
-        .map_err(|e| Error::KeyringUnavailable {
-            detail: e.to_string(),
-        })
+    fn keyring_entry(&self, name: &str) -> Result<SecretSlot> {
+        SecretSlot::new(&self.store, "mcp", name)
     }
 
     /// Stores a new server (`replace`: over one of that name, its tools and approval gone).
@@ -122,11 +117,7 @@ impl Registry {
         };
         let json = serde_json::to_string(secrets).map_err(|e| Error::Database(e.to_string()))?;
         if location == "keyring" {
-            self.keyring_entry(name)?.set_password(&json).map_err(|e| {
-                Error::KeyringUnavailable {
-                    detail: e.to_string(),
-                }
-            })?;
+            self.keyring_entry(name)?.set(&json)?;
         }
         let db_secrets = (location == "database").then_some(json);
         let (command, args, url, transport_kind) = match transport {
@@ -198,15 +189,7 @@ impl Registry {
     /// A server's secret values.
     pub fn secrets(&self, server: &ServerRow) -> Result<Secrets> {
         let json = match server.secrets_location.as_str() {
-            "keyring" => match self.keyring_entry(&server.name)?.get_password() {
-                Ok(s) => Some(s),
-                Err(keyring::Error::NoEntry) => None,
-                Err(e) => {
-                    return Err(Error::KeyringUnavailable {
-                        detail: e.to_string(),
-                    });
-                }
-            },
+            "keyring" => self.keyring_entry(&server.name)?.get()?,
             "database" => {
                 let n = server.name.clone();
                 self.store.read_blocking(move |c| {
@@ -230,14 +213,7 @@ impl Registry {
             return Ok(false);
         };
         if server.secrets_location == "keyring" {
-            match self.keyring_entry(name)?.delete_credential() {
-                Ok(()) | Err(keyring::Error::NoEntry) => {}
-                Err(e) => {
-                    return Err(Error::KeyringUnavailable {
-                        detail: e.to_string(),
-                    });
-                }
-            }
+            self.keyring_entry(name)?.delete()?;
         }
         let n = name.to_owned();
         self.store.write_blocking(move |c| {
