@@ -599,6 +599,36 @@ pub enum McpCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// Import servers from a desktop config (`{"mcpServers": …}`), or Claude Desktop's.
+    ///
+    /// Starts nothing and approves nothing. Env and header values go to the keyring; a
+    /// server whose name exists is skipped unless --replace.
+    Import {
+        /// The config file (`-` for stdin).
+        #[arg(
+            required_unless_present = "claude_desktop",
+            conflicts_with = "claude_desktop"
+        )]
+        file: Option<std::path::PathBuf>,
+        /// Read Claude Desktop's config from its usual place.
+        #[arg(long)]
+        claude_desktop: bool,
+        /// Replace servers whose names exist.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Export every server in the desktop format, to FILE or stdout; secrets redacted.
+    Export {
+        /// Where to write it (readable by you only); stdout when absent.
+        file: Option<std::path::PathBuf>,
+        /// Write the env and header values themselves. Asks on a terminal; elsewhere
+        /// requires --yes.
+        #[arg(long)]
+        include_secrets: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, requires = "include_secrets")]
+        yes: bool,
+    },
     /// Turn a server on: its approved tools are offered again.
     Enable { name: String },
     /// Turn a server off: it is stopped and none of its tools is offered.

@@ -42,6 +42,17 @@ fn print_tools(tools: &[McpToolInfo]) {
     }
 }
 
+fn target_of(t: &hearth_core::tools::mcp::config::Transport) -> String {
+    match t {
+        hearth_core::tools::mcp::config::Transport::Stdio { command, args } => {
+            format!("{} {}", command.display(), args.join(" "))
+                .trim_end()
+                .to_owned()
+        }
+        hearth_core::tools::mcp::config::Transport::Http { url } => url.clone(),
+    }
+}
+
 pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
     let opts = open_options()?;
     match command {
@@ -92,18 +103,12 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                 println!("No MCP servers. Add one with: hearth mcp add NAME -- COMMAND ARGS…");
             } else {
                 for s in servers {
-                    let target = match &s.transport {
-                        hearth_core::tools::mcp::config::Transport::Stdio { command, args } => {
-                            format!("{} {}", command.display(), args.join(" "))
-                        }
-                        hearth_core::tools::mcp::config::Transport::Http { url } => url.clone(),
-                    };
                     println!(
                         "{:<20} {:<8} {:<4} {}",
                         s.name,
                         s.state,
                         if s.enabled { "on" } else { "off" },
-                        target.trim_end()
+                        target_of(&s.transport)
                     );
                 }
             }
@@ -172,6 +177,103 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                 out.print_json(&json!({"removed": name}));
             } else {
                 println!("Removed {name}.");
+            }
+            Ok(())
+        }
+        McpCommand::Import {
+            file,
+            claude_desktop: _,
+            replace,
+        } => {
+            let mcp = Hearth::open_oneshot(&opts)?.mcp();
+            let report = match file {
+                Some(f) if f.as_os_str() == "-" => {
+                    let mut text = String::new();
+                    std::io::Read::read_to_string(
+                        &mut std::io::Read::take(
+                            std::io::stdin().lock(),
+                            hearth_core::tools::mcp::desktop::MAX_CONFIG_BYTES + 1,
+                        ),
+                        &mut text,
+                    )
+                    .map_err(|e| Failure::new("invalid_input", format!("stdin: {e}")))?;
+                    mcp.import(&text, replace)?
+                }
+                Some(f) => mcp.import_file(&f, replace)?,
+                None => {
+                    let path =
+                        hearth_core::McpService::claude_desktop_config().ok_or_else(|| {
+                            Failure::new(
+                                "not_found",
+                                "no home folder to find Claude Desktop's config in",
+                            )
+                        })?;
+                    if !out.json {
+                        println!("Reading {}", path.display());
+                    }
+                    mcp.import_file(&path, replace)?
+                }
+            };
+            if out.json {
+                out.print_json(&report);
+            } else {
+                for s in &report.imported {
+                    println!(
+                        "Imported {} ({}).",
+                        s.server.name,
+                        target_of(&s.server.transport)
+                    );
+                    for n in &s.notes {
+                        println!("  note: {n}");
+                    }
+                }
+                for s in &report.skipped {
+                    println!("Skipped {}: {}.", s.name, s.reason);
+                }
+                if !report.imported.is_empty() {
+                    println!(
+                        "Nothing was started or approved: list a server's tools with `hearth mcp tools NAME`, then `hearth mcp approve NAME`."
+                    );
+                }
+            }
+            Ok(())
+        }
+        McpCommand::Export {
+            file,
+            include_secrets,
+            yes,
+        } => {
+            if include_secrets {
+                eprintln!(
+                    "warning: the export will hold your MCP servers' secret values (API keys, tokens) in plain text."
+                );
+                if !yes && !crate::secrets::confirm("Write the secret values?") {
+                    return Err(Failure::new(
+                        "confirmation_required",
+                        "not confirmed: run on a terminal and type yes, or pass --yes",
+                    ));
+                }
+            }
+            let mcp = Hearth::open_oneshot(&opts)?.mcp();
+            match file {
+                Some(f) => {
+                    let n = mcp.export_to(&f, include_secrets)?;
+                    if out.json {
+                        out.print_json(
+                            &json!({"exported": n, "file": f, "secrets": include_secrets}),
+                        );
+                    } else {
+                        println!("Exported {n} servers to {}.", f.display());
+                    }
+                }
+                None => {
+                    let doc = mcp.export(include_secrets)?;
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&doc)
+                            .map_err(|e| Failure::new("internal", e.to_string()))?
+                    );
+                }
             }
             Ok(())
         }

@@ -50,10 +50,10 @@ pub use events::Event;
 pub use hearth::eval;
 pub use hearth::{
     ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
-    FolderState, FolderSummary, Hearth, INGEST_JOB, IndexOptions, IndexSummary, JobResult,
-    JobRunner, LocalModelStatus, McpService, McpToolInfo, MemoryCounts, MemoryDetail,
-    MemoryService, ModelService, NewServer, ProviderService, REEMBED_JOB, RunPolicy, RunningJobs,
-    SearchScope, ServerReport, Status, ToolReview, WatchingFolders,
+    FolderState, FolderSummary, Hearth, INGEST_JOB, ImportReport, ImportedServer, IndexOptions,
+    IndexSummary, JobResult, JobRunner, LocalModelStatus, McpService, McpToolInfo, MemoryCounts,
+    MemoryDetail, MemoryService, ModelService, NewServer, ProviderService, REEMBED_JOB, RunPolicy,
+    RunningJobs, SearchScope, ServerReport, Status, ToolReview, WatchingFolders,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};

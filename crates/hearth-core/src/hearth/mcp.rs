@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::Hearth;
 use crate::tools::mcp::config::{Secrets, Transport, resolve_command};
+use crate::tools::mcp::desktop::{self, DesktopServer, REDACTED, Skipped};
 use crate::tools::mcp::registry::{Registry, ServerRow, ToolRow, definition_diff};
 use crate::tools::mcp::{Definition, ToolState};
 use crate::tools::{Risk, ToolInfo};
@@ -64,6 +65,23 @@ pub struct ServerReport {
     pub tools: Vec<McpToolInfo>,
 }
 
+/// A server an import added, with what the user should know about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportedServer {
+    #[serde(flatten)]
+    pub server: ServerRow,
+    /// Keys of its entry Hearth ignored, redacted values it could not keep, …
+    pub notes: Vec<String>,
+}
+
+/// What an import did: the servers added (not started, nothing approved) and those it
+/// skipped, with why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportReport {
+    pub imported: Vec<ImportedServer>,
+    pub skipped: Vec<Skipped>,
+}
+
 /// `hearth mcp …` and the Tools screen's servers.
 pub struct McpService {
     hearth: Hearth,
@@ -99,32 +117,42 @@ impl McpService {
             .collect()
     }
 
-    /// Adds a server: stores its config (a bare command resolved on PATH to an absolute
-    /// path; env and header values in the keyring), starts it once to list its tools and
-    /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`).
-    pub async fn add(&self, new: NewServer, replace: bool) -> Result<ServerReport> {
-        let transport = match (&new.command, &new.url) {
+    fn transport_of(
+        command: Option<&str>,
+        args: &[String],
+        url: Option<&str>,
+    ) -> Result<Transport> {
+        match (command, url) {
             (Some(cmd), None) => {
                 let cwd = std::env::current_dir().unwrap_or_else(|_| Path::new("/").into());
-                Transport::Stdio {
+                Ok(Transport::Stdio {
                     command: resolve_command(cmd, std::env::var_os("PATH"), &cwd)?,
-                    args: new.args.clone(),
-                }
+                    args: args.to_vec(),
+                })
             }
             (None, Some(url)) => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                let ok = reqwest::Url::parse(url)
+                    .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+                if !ok {
                     return Err(Error::InvalidInput(format!(
                         "{url:?} is not an http(s) URL"
                     )));
                 }
-                Transport::Http { url: url.clone() }
+                Ok(Transport::Http {
+                    url: url.to_owned(),
+                })
             }
-            _ => {
-                return Err(Error::InvalidInput(
-                    "a server needs a command or a URL, not both".into(),
-                ));
-            }
-        };
+            _ => Err(Error::InvalidInput(
+                "a server needs a command or a URL, not both".into(),
+            )),
+        }
+    }
+
+    /// Adds a server: stores its config (a bare command resolved on PATH to an absolute
+    /// path; env and header values in the keyring), starts it once to list its tools and
+    /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`).
+    pub async fn add(&self, new: NewServer, replace: bool) -> Result<ServerReport> {
+        let transport = Self::transport_of(new.command.as_deref(), &new.args, new.url.as_deref())?;
         let secrets = Secrets {
             env: new.env,
             headers: new.headers,
@@ -153,6 +181,152 @@ impl McpService {
             .map(|t| info_of(t, server.approved))
             .collect();
         Ok(ServerReport { server, tools })
+    }
+
+    /// Where Claude Desktop keeps its config here (it may not exist).
+    pub fn claude_desktop_config() -> Option<std::path::PathBuf> {
+        desktop::claude_desktop_path()
+    }
+
+    /// Imports the servers of a desktop config file (read bounded): see [`Self::import`].
+    pub fn import_file(&self, path: &Path, replace: bool) -> Result<ImportReport> {
+        self.import(&desktop::read_file(path)?, replace)
+    }
+
+    /// Imports the servers of a desktop config (`{"mcpServers": …}`): bare commands
+    /// resolved on PATH to absolute paths, env and header values to the keyring, unknown
+    /// keys ignored (and noted), a name that exists skipped unless `replace`. Starts
+    /// nothing and approves nothing: each server is `new` until its tools are listed.
+    pub fn import(&self, text: &str, replace: bool) -> Result<ImportReport> {
+        let (servers, mut skipped) = desktop::parse(text)?;
+        let registry = self.registry();
+        let mut imported = Vec::new();
+        for s in servers {
+            match self.import_one(&registry, s, replace) {
+                Ok(Some(row)) => imported.push(row),
+                Ok(None) => {}
+                Err((name, reason)) => skipped.push(Skipped { name, reason }),
+            }
+        }
+        skipped.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(ImportReport { imported, skipped })
+    }
+
+    fn import_one(
+        &self,
+        registry: &Registry,
+        s: DesktopServer,
+        replace: bool,
+    ) -> std::result::Result<Option<ImportedServer>, (String, String)> {
+        let fail = |e: Error| (s.name.clone(), e.to_string());
+        crate::tools::mcp::config::check_name(&s.name).map_err(fail)?;
+        let existing = registry.get(&s.name).map_err(fail)?;
+        if existing.is_some() && !replace {
+            return Err((
+                s.name.clone(),
+                "a server of that name exists (import with --replace to replace it)".into(),
+            ));
+        }
+        let transport =
+            Self::transport_of(s.command.as_deref(), &s.args, s.url.as_deref()).map_err(fail)?;
+        let mut notes: Vec<String> = s
+            .ignored
+            .iter()
+            .map(|k| format!("ignored {k:?}: Hearth asks before tools run; approve them here"))
+            .collect();
+        // A redacted value (from an export) keeps the value stored under that name, if any.
+        let old = match &existing {
+            Some(row) => registry.secrets(row).map_err(fail)?,
+            None => Secrets::default(),
+        };
+        let mut keep = |values: &BTreeMap<String, String>,
+                        stored: &BTreeMap<String, String>,
+                        what: &str|
+         -> BTreeMap<String, String> {
+            let mut out = BTreeMap::new();
+            for (k, v) in values {
+                if v == REDACTED {
+                    match stored.get(k) {
+                        Some(old) => {
+                            out.insert(k.clone(), old.clone());
+                        }
+                        None => notes.push(format!(
+                            "{what} {k} was redacted in the file; set it with hearth mcp add --replace"
+                        )),
+                    }
+                } else {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            out
+        };
+        let secrets = Secrets {
+            env: keep(&s.env, &old.env, "env"),
+            headers: keep(&s.headers, &old.headers, "header"),
+        };
+        let mut row = registry
+            .add(&s.name, &transport, &secrets, replace)
+            .map_err(fail)?;
+        if s.disabled {
+            row = registry.set_enabled(&s.name, false).map_err(fail)?;
+        }
+        Ok(Some(ImportedServer { server: row, notes }))
+    }
+
+    /// Every server in the desktop format. Secret values read [`REDACTED`] unless
+    /// `include_secrets`.
+    pub fn export(&self, include_secrets: bool) -> Result<serde_json::Value> {
+        let registry = self.registry();
+        let mut servers = serde_json::Map::new();
+        for row in registry.list()? {
+            let secrets = if include_secrets {
+                registry.secrets(&row)?
+            } else {
+                Secrets {
+                    env: row
+                        .env
+                        .iter()
+                        .map(|k| (k.clone(), REDACTED.into()))
+                        .collect(),
+                    headers: row
+                        .headers
+                        .iter()
+                        .map(|k| (k.clone(), REDACTED.into()))
+                        .collect(),
+                }
+            };
+            let mut d = DesktopServer {
+                name: row.name.clone(),
+                env: secrets.env,
+                headers: secrets.headers,
+                disabled: !row.enabled,
+                ..Default::default()
+            };
+            match &row.transport {
+                Transport::Stdio { command, args } => {
+                    d.command = Some(command.to_string_lossy().into_owned());
+                    d.args = args.clone();
+                    d.headers.clear();
+                }
+                Transport::Http { url } => {
+                    d.url = Some(url.clone());
+                    d.env.clear();
+                }
+            }
+            servers.insert(row.name.clone(), desktop::entry(&d));
+        }
+        Ok(serde_json::json!({ "mcpServers": servers }))
+    }
+
+    /// Writes [`Self::export`] to `path` atomically, readable by the user only (0600 on
+    /// Unix). Returns how many servers it holds.
+    pub fn export_to(&self, path: &Path, include_secrets: bool) -> Result<usize> {
+        let doc = self.export(include_secrets)?;
+        let n = doc["mcpServers"].as_object().map_or(0, |m| m.len());
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| Error::Database(e.to_string()))?;
+        crate::fsio::write_atomic(path, format!("{text}\n").as_bytes(), true)?;
+        Ok(n)
     }
 
     /// Every server as last known (starts nothing).

@@ -23,7 +23,9 @@ pub use folders::{
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use liveness::STALE_TURN;
 use liveness::{Liveness, sweep_dead_turns};
-pub use mcp::{McpService, McpToolInfo, NewServer, ServerReport, ToolReview};
+pub use mcp::{
+    ImportReport, ImportedServer, McpService, McpToolInfo, NewServer, ServerReport, ToolReview,
+};
 pub use memory::{ExportFormat, MemoryCounts, MemoryDetail, MemoryService};
 pub use providers::{EffectiveSlots, ModelService, ProviderService};
 

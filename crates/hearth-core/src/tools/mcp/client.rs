@@ -19,7 +19,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 
 use super::Definition;
-use super::config::{Secrets, Transport, child_env};
+use super::config::{Secrets, Transport, child_cwd, child_env};
 use crate::tools::external::ExternalOutput;
 
 /// How long a server may take to answer `initialize`.
@@ -241,7 +241,7 @@ fn spawn_stdio(
     cmd.args(args)
         .env_clear()
         .envs(child_env(|k| std::env::var_os(k), command, env));
-    if let Some(dir) = command.parent() {
+    if let Some(dir) = child_cwd(|k| std::env::var_os(k), command) {
         cmd.current_dir(dir);
     }
     let mut wrapped = CommandWrap::from(cmd);

@@ -88,8 +88,9 @@ pub fn resolve_command(command: &str, path: Option<OsString>, cwd: &Path) -> Res
     };
     candidates
         .into_iter()
+        // Not canonicalised: `/usr/bin/npx` is a link into npm's own folder, and the
+        // child gets this file's directory first on PATH, where `node` lives beside it.
         .find(|c| is_executable(c))
-        .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
         .ok_or_else(|| {
             Error::InvalidInput(format!(
                 "{command:?} was not found as an executable file{}",
@@ -115,6 +116,17 @@ fn is_executable(p: &Path) -> bool {
     {
         meta.is_file()
     }
+}
+
+/// The folder a child starts in: the user's home (as a desktop app's children do, so a
+/// relative path in its arguments, or `npx` looking for a local package, starts there),
+/// else the command's own folder.
+pub fn child_cwd(parent: impl Fn(&str) -> Option<OsString>, command: &Path) -> Option<PathBuf> {
+    parent("HOME")
+        .or_else(|| parent("USERPROFILE"))
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h.is_dir())
+        .or_else(|| command.parent().map(Path::to_path_buf))
 }
 
 /// The child's whole environment: [`INHERITED_ENV`] from `parent`, the resolved command's

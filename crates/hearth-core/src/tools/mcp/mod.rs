@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod config;
+pub mod desktop;
 pub mod manager;
 pub mod registry;
 
