@@ -79,6 +79,7 @@ async fn memory_and_passages_fill_their_zones_and_a_temporary_chat_reads_neither
     hearth.set_sources(Sources {
         memory: Some(memory.clone()),
         retrieval: Some(files.clone()),
+        ..Sources::default()
     });
     let cancel = CancellationToken::new();
     let done = hearth

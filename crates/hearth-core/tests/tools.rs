@@ -1016,6 +1016,7 @@ async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_grante
     s.hearth.set_sources(Sources {
         memory: None,
         retrieval: Some(finds.clone()),
+        ..Sources::default()
     });
     s.hearth
         .grants()

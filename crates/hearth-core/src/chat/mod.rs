@@ -100,6 +100,8 @@ pub enum StopReason {
 pub struct Sources {
     pub memory: Option<Arc<dyn MemorySource>>,
     pub retrieval: Option<Arc<dyn RetrievalSource>>,
+    /// Ranks tools for a message when their schemas do not all fit (keywords by default).
+    pub tools: Arc<crate::tools::select::ToolIndex>,
 }
 
 /// What a turn produced.
@@ -177,7 +179,18 @@ async fn run_stages(
     prompt.set_tools_tokens(tools.fit(budget, turn.encoding).tokens);
     // When the catalog is short entries, this message's likeliest tools' full schemas
     // ride in the retrieved zone (the tools array stays the same).
-    prompt.set_tool_schemas(tools.schemas_for(&turn.text));
+    let schemas = match tools.selection_specs() {
+        Some(specs) => {
+            let (index, text) = (ctx.sources.tools.clone(), turn.text.clone());
+            // Ranking may embed (blocking): off the async runtime.
+            tokio::task::spawn_blocking(move || index.schemas_for(&specs, &text))
+                .await
+                .ok()
+                .flatten()
+        }
+        None => None,
+    };
+    prompt.set_tool_schemas(schemas);
     let assembled = match prompt.assemble(turn.window, turn.encoding) {
         Ok(a) => a,
         Err(e) => {

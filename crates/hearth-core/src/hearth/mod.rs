@@ -143,6 +143,7 @@ impl Hearth {
                 store.clone(),
                 embedder.clone(),
             )),
+            tools: Arc::new(crate::tools::select::ToolIndex::new(embedder.clone())),
         };
         let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
         let marked =

@@ -285,23 +285,20 @@ impl ToolRun {
         self.catalog.as_ref().is_some_and(|c| c.selection)
     }
 
-    /// In selection, the full schemas of the tools likeliest to help with `message`, as a
-    /// block of data for the retrieved zone; `None` otherwise.
-    pub fn schemas_for(&self, message: &str) -> Option<String> {
+    /// In selection, the tools whose full schemas may go with the message (every offered
+    /// one, to be ranked by [`select::ToolIndex`]); `None` when the tools array holds the
+    /// full schemas.
+    pub fn selection_specs(&self) -> Option<Vec<ToolSpec>> {
         if !self.selecting() {
             return None;
         }
-        let specs: Vec<ToolSpec> = self
-            .enabled_specs()
-            .into_iter()
-            .map(|(s, _)| s)
-            .filter(|s| self.offered(&s.name))
-            .collect();
-        let chosen: Vec<&ToolSpec> = select::rank(&specs, message, select::TOP_K)
-            .into_iter()
-            .filter_map(|i| specs.get(i))
-            .collect();
-        select::schemas_block(&chosen)
+        Some(
+            self.enabled_specs()
+                .into_iter()
+                .map(|(s, _)| s)
+                .filter(|s| self.offered(&s.name))
+                .collect(),
+        )
     }
 
     /// `describe_tool`: the full description and schema of an offered tool (a read, run

@@ -6,9 +6,11 @@
 //! Arguments are always checked app-side against the tool's real schema.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
+use crate::embed::{Embedder, EmbedderSlot};
 use crate::types::{ToolCall, ToolSpec};
 
 pub const DESCRIBE_TOOL: &str = "describe_tool";
@@ -203,6 +205,128 @@ pub fn rank(specs: &[ToolSpec], message: &str, k: usize) -> Vec<usize> {
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored.into_iter().take(k).map(|(i, _)| i).collect()
+}
+
+/// The reciprocal-rank fusion constant.
+const RRF_K: f64 = 60.0;
+
+/// Most tool vectors kept (a few servers' worth many times over); past it the cache starts
+/// again.
+const CACHED_VECTORS: usize = 4096;
+
+/// Ranks tools for a message by embedding similarity (`003`:184–222) with the embedder the
+/// user chose, fused with BM25 over names and descriptions; BM25 alone when there is no
+/// embedder or it fails. Each tool's vector is computed once per model and text, then kept in memory.
+#[derive(Default)]
+pub struct ToolIndex {
+    embedder: EmbedderSlot,
+    vectors: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+/// What a tool is embedded as: its own name in words, then its description.
+fn tool_text(spec: &ToolSpec) -> String {
+    // The tool's own name: a server's prefix is the same on all its tools.
+    let name = spec.name.rsplit("__").next().unwrap_or(&spec.name);
+    let words: String = name
+        .chars()
+        .map(|c| if c == '_' || c == '-' { ' ' } else { c })
+        .collect();
+    format!(
+        "{}: {}",
+        words.split_whitespace().collect::<Vec<_>>().join(" "),
+        spec.description
+    )
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+impl ToolIndex {
+    pub fn new(embedder: EmbedderSlot) -> Self {
+        Self {
+            embedder,
+            vectors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The `k` tools of `specs` likeliest to help with `message`, best first. Blocking (it
+    /// may embed): call it off the async runtime.
+    pub fn rank(&self, specs: &[ToolSpec], message: &str, k: usize) -> Vec<usize> {
+        match self.embedder.get() {
+            Some(e) => match self.rank_by_embedding(e.as_ref(), specs, message, k) {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "tool selection fell back to keywords");
+                    rank(specs, message, k)
+                }
+            },
+            None => rank(specs, message, k),
+        }
+    }
+
+    fn rank_by_embedding(
+        &self,
+        embedder: &dyn Embedder,
+        specs: &[ToolSpec],
+        message: &str,
+        k: usize,
+    ) -> crate::Result<Vec<usize>> {
+        let keys: Vec<String> = specs
+            .iter()
+            .map(|s| format!("{}\u{0}{}", embedder.model_id(), tool_text(s)))
+            .collect();
+        let missing: Vec<usize> = {
+            let cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+            (0..specs.len())
+                .filter(|&i| !cache.contains_key(&keys[i]))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let texts: Vec<String> = missing.iter().map(|&i| tool_text(&specs[i])).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = embedder.embed(&refs)?;
+            let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() + vectors.len() > CACHED_VECTORS {
+                cache.clear();
+            }
+            for (&i, v) in missing.iter().zip(vectors) {
+                cache.insert(keys[i].clone(), v);
+            }
+        }
+        let query = embedder.embed_query(message)?;
+        let cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scored: Vec<(usize, f32)> = keys
+            .iter()
+            .enumerate()
+            .filter_map(|(i, key)| cache.get(key).map(|v| (i, dot(&query, v))))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // Fused with the keyword ranking by reciprocal rank (k = 60, the usual constant):
+        // a tool named by the message's own words ("PRs", "#channel") rises even when a
+        // small model's vectors miss it.
+        let keywords = rank(specs, message, specs.len());
+        let mut fused: HashMap<usize, f64> = HashMap::new();
+        let ranked = scored.iter().map(|(i, _)| *i);
+        for list in [ranked.collect::<Vec<_>>(), keywords] {
+            for (r, i) in list.into_iter().enumerate() {
+                *fused.entry(i).or_default() += 1.0 / (RRF_K + r as f64);
+            }
+        }
+        let mut fused: Vec<(usize, f64)> = fused.into_iter().collect();
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(fused.into_iter().take(k).map(|(i, _)| i).collect())
+    }
+
+    /// The block of full schemas for `message`'s likeliest tools (see [`schemas_block`]).
+    pub fn schemas_for(&self, specs: &[ToolSpec], message: &str) -> Option<String> {
+        let chosen: Vec<&ToolSpec> = self
+            .rank(specs, message, TOP_K)
+            .into_iter()
+            .filter_map(|i| specs.get(i))
+            .collect();
+        schemas_block(&chosen)
+    }
 }
 
 /// The block of full schemas for the chosen tools (their text neutralized: a description
