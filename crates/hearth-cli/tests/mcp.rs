@@ -1010,3 +1010,98 @@ async fn a_claude_desktop_config_imports_with_its_secrets_in_the_keyring_exports
         "needs_approval"
     );
 }
+
+#[tokio::test]
+async fn with_over_sixty_tools_the_tools_array_and_the_history_prefix_stay_the_same_across_turns() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let dir = folder(&home, "shared", &[("notes.txt", "hello")]);
+    let catalog = servers_dir().join("catalog.mjs");
+    let servers: [(&str, Vec<String>); 3] = [
+        (
+            "fs",
+            vec![
+                reference("server-filesystem"),
+                dir.to_string_lossy().into_owned(),
+            ],
+        ),
+        ("ev", vec![reference("server-everything"), "stdio".into()]),
+        ("cat", vec![catalog.to_string_lossy().into_owned()]),
+    ];
+    let mut listed = 0;
+    for (name, args) in &servers {
+        let mut all = vec!["mcp", "add", name, "--", "node"];
+        all.extend(args.iter().map(String::as_str));
+        let added = hearth_ok_with(&home, &setup, &all, None).await;
+        listed += added["tools"].as_array().map_or(0, Vec::len);
+        hearth_ok_with(&home, &setup, &["mcp", "approve", name], None).await;
+    }
+    assert!(listed >= 60, "{listed} tools");
+
+    let server = LlmServer::start(vec![answer("It will rain."), answer("Sunny later.")]).await;
+    let first = "Will it rain in Lyon this weekend?";
+    let v = chat_json(&home, &server, &[first]).await;
+    let id = v["conversation"].as_str().expect("conversation").to_owned();
+    chat_json(
+        &home,
+        &server,
+        &[
+            "--conversation",
+            &id,
+            "And what about the weather in Ghent?",
+        ],
+    )
+    .await;
+    let seen = server.seen();
+    // Selection: short entries beside describe_tool and call_tool, the same array both turns.
+    let names = offered(&server, 0);
+    assert!(names.len() >= 60, "{} offered", names.len());
+    assert!(names.contains(&"describe_tool".to_owned()) && names.contains(&"call_tool".to_owned()));
+    assert_eq!(
+        seen[0].body["tools"].to_string(),
+        seen[1].body["tools"].to_string(),
+        "the tools array changed between turns"
+    );
+    let short = seen[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "cat__weather_get_forecast")
+        .expect("the forecast tool is offered");
+    assert_eq!(short["function"]["parameters"], json!({"type": "object"}));
+    // This message's likeliest tools' full schemas ride with it, as data…
+    let current = |n: usize| -> String {
+        seen[n].body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        current(0).contains("<data tool=\"cat__weather_get_forecast\">"),
+        "{}",
+        current(0)
+    );
+    assert!(current(0).ends_with(first));
+    // …and are not kept: turn 2 carries turn 1's message plain, so its request starts with
+    // turn 1's bytes up to turn 1's current message.
+    let history: Vec<String> = seen[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(history[0], first);
+    let raw0 = String::from_utf8(seen[0].raw.to_vec()).expect("utf8");
+    let raw1 = String::from_utf8(seen[1].raw.to_vec()).expect("utf8");
+    let cut = raw0
+        .rfind("{\"content\":\"Tools that may help")
+        .or_else(|| raw0.rfind("{\"role\":\"user\""))
+        .expect("turn 1's message in its body");
+    assert!(
+        raw1.starts_with(&raw0[..cut]),
+        "the stable prefix changed between turns"
+    );
+}

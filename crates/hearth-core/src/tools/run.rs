@@ -264,8 +264,16 @@ impl ToolRun {
             (select::describe_spec(), Risk::Read),
             (select::call_spec(), Risk::Read),
         ];
+        let bare = short.clone();
         short.extend(all.iter().map(|(s, r)| (select::short_spec(s), *r)));
         let mut catalog = fit_catalog(&short, budget, encoding);
+        if !catalog.left_out.is_empty() {
+            // Too many even for short entries: names alone (describe_tool tells the rest),
+            // so every tool stays callable.
+            let mut bare = bare;
+            bare.extend(all.iter().map(|(s, r)| (select::bare_spec(s), *r)));
+            catalog = fit_catalog(&bare, budget, encoding);
+        }
         catalog.selection = true;
         self.catalog.insert(catalog)
     }

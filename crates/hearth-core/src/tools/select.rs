@@ -80,6 +80,15 @@ pub fn short_spec(spec: &ToolSpec) -> ToolSpec {
     }
 }
 
+/// A tool's bare entry, when even short entries do not fit: its name, any object.
+pub fn bare_spec(spec: &ToolSpec) -> ToolSpec {
+    ToolSpec {
+        name: spec.name.clone(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+    }
+}
+
 /// The call `call_tool` stands for (its own id, the named tool and its arguments), or
 /// `None` when its arguments are not `{"name": TOOL, "arguments": {…}}`.
 pub fn unwrap_call_tool(call: &ToolCall) -> Option<ToolCall> {
