@@ -40,11 +40,32 @@ pub trait ExternalTool: Send + Sync {
     fn call(&self, arguments: Value) -> Pin<Box<dyn Future<Output = ExternalOutput> + Send>>;
 }
 
-/// Checks `arguments` against the parts of a tool's JSON Schema a call must meet before
-/// anyone is asked: an object, every `required` property present, no property the schema
-/// does not name when `additionalProperties` is false, and each named property of its
-/// declared `type`. The message says what to fix, for the model.
+/// Checks `arguments` against a tool's JSON Schema before anyone is asked. The common
+/// faults first, in words a model fixes readily (an object, every `required` property, no
+/// property a closed schema does not name, each property of its `type`); then the whole
+/// schema (`jsonschema`: enums, nested objects, bounds, patterns …). A schema the validator
+/// cannot build (a remote `$ref`, an unknown draft) keeps the first check only.
 pub fn check_arguments(schema: &Value, arguments: &Value) -> Result<(), String> {
+    check_common(schema, arguments)?;
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        return Ok(());
+    };
+    match validator.validate(arguments) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let at = e.instance_path().to_string();
+            // Masked: the message names the rule, not the value (it may be long or private).
+            let what = e.masked().to_string();
+            Err(if at.is_empty() {
+                format!("the arguments do not match the tool's schema: {what}")
+            } else {
+                format!("`{at}` does not match the tool's schema: {what}")
+            })
+        }
+    }
+}
+
+fn check_common(schema: &Value, arguments: &Value) -> Result<(), String> {
     let Some(args) = arguments.as_object() else {
         return Err("the arguments must be a JSON object".into());
     };
@@ -130,5 +151,33 @@ mod tests {
         assert!(check_arguments(&schema, &json!(["url"])).is_err());
         // An open schema lets other properties through.
         assert!(check_arguments(&json!({"type": "object"}), &json!({"a": 1})).is_ok());
+        // The rest of the schema holds too: enums, nested objects, bounds.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"enum": ["read", "write"]},
+                "edits": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"old": {"type": "string"}},
+                    "required": ["old"]
+                }},
+                "depth": {"type": "integer", "minimum": 1}
+            }
+        });
+        assert!(
+            check_arguments(&schema, &json!({"mode": "read", "edits": [{"old": "a"}]})).is_ok()
+        );
+        for bad in [
+            json!({"mode": "delete"}),
+            json!({"edits": [{"new": "b"}]}),
+            json!({"depth": 0}),
+        ] {
+            let e = check_arguments(&schema, &bad).expect_err("invalid");
+            assert!(e.contains("does not match the tool's schema"), "{e}");
+        }
+        // A schema the validator cannot build keeps the common checks.
+        let remote =
+            json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}});
+        assert!(check_arguments(&remote, &json!({"a": 1})).is_ok());
     }
 }
