@@ -381,6 +381,35 @@ async fn a_stdio_server_gets_no_hearth_or_provider_variables() {
     for leak in ["HEARTH_", "sk-cli-test", "must-not-leak"] {
         assert!(!env.contains(leak), "{leak} reached the server: {env}");
     }
+
+    // Arguments are checked against the whole schema (an enum here) before the call; the
+    // structured content of a result reaches the model and the user.
+    let server = LlmServer::start(vec![
+        call(
+            "s1",
+            "ev__get-structured-content",
+            &json!({"location": "Paris"}).to_string(),
+        ),
+        call(
+            "s2",
+            "ev__get-structured-content",
+            &json!({"location": "Chicago"}).to_string(),
+        ),
+        answer("Drizzle in Chicago."),
+    ])
+    .await;
+    let v = chat_json(&home, &server, &["weather in Chicago?"]).await;
+    let calls = v["tool_calls"].as_array().expect("calls");
+    assert_ne!(calls[0]["result_status"], "ok", "{v}");
+    let refused = &observations(&server, 1)[0];
+    assert!(
+        refused.contains("does not match the tool's schema"),
+        "{refused}"
+    );
+    assert_eq!(calls[1]["result_status"], "ok", "{v}");
+    let seen = &observations(&server, 2)[1];
+    assert!(seen.contains("Light rain / drizzle"), "{seen}");
+    assert!(seen.contains("\"humidity\":82"), "{seen}");
 }
 
 /// Adds `name` running shifty.mjs with its state in `state` (a secret env value, read

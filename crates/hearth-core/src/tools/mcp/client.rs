@@ -380,8 +380,43 @@ fn output_of(r: &CallToolResult) -> ExternalOutput {
 fn said_by(v: &Value, text: &str) -> bool {
     match v {
         Value::String(s) => text.contains(s.as_str()),
+        Value::Number(_) | Value::Bool(_) => text.contains(&v.to_string()),
         Value::Object(m) => !m.is_empty() && m.values().all(|x| said_by(x, text)),
         Value::Array(a) => !a.is_empty() && a.iter().all(|x| said_by(x, text)),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(content: Vec<ContentBlock>, structured: Option<Value>) -> CallToolResult {
+        let mut r = CallToolResult::success(content);
+        r.structured_content = structured;
+        r
+    }
+
+    #[test]
+    fn structured_content_is_passed_on_unless_the_text_already_says_it() {
+        let weather = serde_json::json!({"conditions": "Light rain", "humidity": 82});
+        // Only structured content: it is the output.
+        let out = output_of(&result(vec![], Some(weather.clone())));
+        assert_eq!(
+            out.text,
+            r#"structuredContent: {"conditions":"Light rain","humidity":82}"#
+        );
+        // A text that says all of it: no repetition.
+        let said = ContentBlock::text(weather.to_string());
+        let out = output_of(&result(vec![said], Some(weather.clone())));
+        assert_eq!(out.text, weather.to_string());
+        // A text that says part of it: both.
+        let part = ContentBlock::text("Light rain");
+        let out = output_of(&result(vec![part], Some(weather)));
+        assert!(
+            out.text.starts_with("Light rain\nstructuredContent: "),
+            "{}",
+            out.text
+        );
     }
 }
