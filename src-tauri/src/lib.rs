@@ -5,6 +5,7 @@ mod chat_cmd;
 mod cmd;
 pub mod dto;
 mod folders_cmd;
+mod mcp_cmd;
 mod memory_cmd;
 mod providers_cmd;
 mod shortcut;

@@ -8,6 +8,7 @@ use ts_rs::TS;
 pub mod args;
 mod chat;
 mod folders;
+mod mcp;
 mod memory;
 mod providers;
 mod tools;
@@ -15,6 +16,7 @@ mod tools;
 pub use args::*;
 pub use chat::*;
 pub use folders::*;
+pub use mcp::*;
 pub use memory::*;
 pub use providers::*;
 pub use tools::*;
@@ -147,6 +149,10 @@ const IMPORTS: &[&str] = &[
     "GrantDto",
     "ImportResultDto",
     "IndexProgressEvent",
+    "McpImportDto",
+    "McpReviewDto",
+    "McpServerDto",
+    "McpToolDto",
     "MemoryChangeDto",
     "MemoryCountsDto",
     "MemoryDetailDto",
@@ -163,6 +169,7 @@ const IMPORTS: &[&str] = &[
     "ProviderDto",
     "ProviderTestDto",
     "SearchResultDto",
+    "SecretPairDto",
     "SendResultDto",
     "ShortcutStatus",
     "SlotDto",

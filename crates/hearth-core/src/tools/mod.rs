@@ -41,6 +41,18 @@ pub enum Risk {
 }
 
 impl Risk {
+    /// `read`, `write` or `destructive`.
+    pub fn parse(s: &str) -> crate::Result<Risk> {
+        match s {
+            "read" => Ok(Risk::Read),
+            "write" => Ok(Risk::Write),
+            "destructive" => Ok(Risk::Destructive),
+            other => Err(crate::Error::InvalidInput(format!(
+                "{other:?} is not a risk tier: use read, write or destructive"
+            ))),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Risk::Read => "read",

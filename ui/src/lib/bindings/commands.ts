@@ -20,6 +20,10 @@ import type { FolderDto } from "./FolderDto";
 import type { GrantDto } from "./GrantDto";
 import type { ImportResultDto } from "./ImportResultDto";
 import type { IndexProgressEvent } from "./IndexProgressEvent";
+import type { McpImportDto } from "./McpImportDto";
+import type { McpReviewDto } from "./McpReviewDto";
+import type { McpServerDto } from "./McpServerDto";
+import type { McpToolDto } from "./McpToolDto";
 import type { MemoryChangeDto } from "./MemoryChangeDto";
 import type { MemoryCountsDto } from "./MemoryCountsDto";
 import type { MemoryDetailDto } from "./MemoryDetailDto";
@@ -36,6 +40,7 @@ import type { PresetDto } from "./PresetDto";
 import type { ProviderDto } from "./ProviderDto";
 import type { ProviderTestDto } from "./ProviderTestDto";
 import type { SearchResultDto } from "./SearchResultDto";
+import type { SecretPairDto } from "./SecretPairDto";
 import type { SendResultDto } from "./SendResultDto";
 import type { ShortcutStatus } from "./ShortcutStatus";
 import type { SlotDto } from "./SlotDto";
@@ -124,6 +129,20 @@ reason: string | null, }; result: boolean };
   revoke_grant: { args: { id: number, }; result: null };
   list_audit: { args: Record<string, never>; result: Array<AuditEntryDto> };
   verify_audit: { args: Record<string, never>; result: AuditVerifyDto };
+  list_mcp_servers: { args: Record<string, never>; result: Array<McpServerDto> };
+  add_mcp_server: { args: { name: string, command: string | null, args: Array<string>, url: string | null, env: Array<SecretPairDto>, headers: Array<SecretPairDto>, }; result: McpServerDto };
+  list_mcp_tools: { args: { name: string, }; result: Array<McpToolDto> };
+  known_mcp_tools: { args: { name: string, }; result: Array<McpToolDto> };
+  approve_mcp_tools: { args: { name: string, tool: string | null, }; result: number };
+  review_mcp_server: { args: { name: string, }; result: Array<McpReviewDto> };
+  remove_mcp_server: { args: { name: string, }; result: null };
+  set_mcp_enabled: { args: { name: string, enabled: boolean, }; result: McpServerDto };
+  import_mcp_servers: { args: { path: string | null, claudeDesktop: boolean, replace: boolean, }; result: McpImportDto };
+  set_tool_risk: { args: { tool: string, 
+/**
+ * `read`, `write` or `destructive`.
+ */
+risk: string, }; result: null };
 };
 
 /** Every event the shell emits and its payload. */
