@@ -10,6 +10,7 @@
  *   ./embedding.ts  the search model: download and re-indexing
  *   ./folders.ts    watched folders, search over the user's files, an answer's sources
  *   ./consent.ts    the questions before a tool runs (the consent window answers them)
+ *   ./mcp.ts        MCP servers on the Tools screen: add, import, approve, review a change
  *
  * The handler tables are typed from the generated bindings (./types.ts): adding, removing or
  * changing a command or a DTO in Rust (and regenerating the bindings) breaks `npm run check`.
@@ -67,6 +68,7 @@ import type { StatusDto } from '../lib/bindings/StatusDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
 import { createChatMock } from './chat';
 import { createConsentMock, type ConsentAnswer } from './consent';
+import { createMcpMock } from './mcp';
 import type { ConsentRequestDto } from '../lib/bindings/ConsentRequestDto';
 import { createFoldersMock, type OpenedFile } from './folders';
 import { createEmbeddingMock, embeddingStateFromLocation, type EmbeddingState } from './embedding';
@@ -166,9 +168,11 @@ export function installMocks(
   });
 
   const consent = createConsentMock({ scenario, seeded, windowLabel, emit: send });
+  const mcp = createMcpMock({ seeded });
 
   const handlers: Handlers = {
     ...consent.handlers,
+    ...mcp.handlers,
     ...settings.handlers,
     ...chat.handlers,
     ...providers.handlers,
