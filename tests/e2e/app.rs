@@ -1991,3 +1991,99 @@ async fn always_allow_lets_the_next_write_run_unasked_and_each_call_shows_in_the
         .collect();
     assert_eq!(calls, vec!["user".to_owned(), "grant".to_owned()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_approval() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    let js = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mcp-servers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        js.is_file(),
+        "run scripts/setup.sh test (npm ci in tests/mcp-servers)"
+    );
+    let js = std::fs::canonicalize(js).expect("canonical");
+    let sandbox = Sandbox::new();
+    let shared = sandbox.root.join("home/Shared");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+    open_screen(&client, "Tools").await;
+    let add = eventually("the Add server button", || async {
+        client
+            .find(Locator::XPath("//button[normalize-space()='Add server']"))
+            .await
+            .ok()
+    })
+    .await;
+    add.click().await.expect("open the dialog");
+    let field = |css: &'static str| {
+        let client = client.clone();
+        async move { eventually(css, || async { client.find(Locator::Css(css)).await.ok() }).await }
+    };
+    field("dialog input[placeholder='files']")
+        .await
+        .send_keys("fs")
+        .await
+        .expect("name");
+    field("dialog input[placeholder='npx']")
+        .await
+        .send_keys("node")
+        .await
+        .expect("command");
+    field("dialog input[placeholder^='-y ']")
+        .await
+        .send_keys(&format!("{} {}", js.display(), shared.display()))
+        .await
+        .expect("arguments");
+    field("dialog button[type='submit']")
+        .await
+        .click()
+        .await
+        .expect("add");
+
+    // The app started the real server and lists its tools, none approved.
+    let rows = eventually("the filesystem server's tools", || async {
+        let rows = client
+            .find_all(Locator::Css("[data-testid='mcp-tool']"))
+            .await
+            .ok()?;
+        let mut texts = Vec::new();
+        for r in rows {
+            texts.push(r.text().await.ok()?);
+        }
+        texts
+            .iter()
+            .any(|t| t.contains("fs__read_text_file"))
+            .then_some(texts)
+    })
+    .await;
+    let row = |name: &str| {
+        rows.iter()
+            .find(|t| t.contains(name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(row("fs__read_text_file").contains("read"), "{rows:?}");
+    assert!(row("fs__write_file").contains("destructive"), "{rows:?}");
+    assert!(row("fs__create_directory").contains("write"), "{rows:?}");
+    assert!(
+        rows.iter().all(|t| t.contains("Needs your approval")),
+        "{rows:?}"
+    );
+    // Let the dialog's closing and the list's first paint finish before the shot.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("app-mcp-server.png"), png).expect("save screenshot");
+
+    // The CLI sees the same server, its command stored as an absolute path.
+    let list = cli_json(&sandbox, &["mcp", "list", "--json"]);
+    assert_eq!(list[0]["name"], "fs", "{list}");
+    assert!(
+        Path::new(list[0]["command"].as_str().unwrap_or_default()).is_absolute(),
+        "{list}"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(20), client.close()).await;
+}
