@@ -532,6 +532,13 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         module: "mcp_cmd",
+        name: "mcp_server_log",
+        args: Some("McpNameArgs"),
+        result: "Vec<String>",
+        windows: &["main"],
+    },
+    Command {
+        module: "mcp_cmd",
         name: "remove_mcp_server",
         args: Some("McpNameArgs"),
         result: "()",

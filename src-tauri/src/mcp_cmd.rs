@@ -100,6 +100,27 @@ pub async fn review_mcp_server(
     Ok(reviews.into_iter().map(Into::into).collect())
 }
 
+/// A server's recent stderr lines (this process's, kept in memory only): the Tools
+/// screen's "Show log". `not_found` for a server that does not exist.
+#[tauri::command]
+pub async fn mcp_server_log(
+    state: State<'_, AppState>,
+    args: Args<McpNameArgs>,
+) -> Result<Vec<String>, ErrorDto> {
+    let hearth = state.hearth()?.clone();
+    let name = args.0.name;
+    blocking(move || {
+        let mcp = hearth.mcp();
+        if !mcp.list()?.iter().any(|s| s.name == name) {
+            return Err(hearth_core::Error::NotFound(format!(
+                "no MCP server named {name:?}"
+            )));
+        }
+        Ok(mcp.logs(&name))
+    })
+    .await
+}
+
 #[tauri::command]
 pub async fn remove_mcp_server(
     state: State<'_, AppState>,

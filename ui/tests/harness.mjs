@@ -154,10 +154,14 @@ export async function heading(page) {
   return (await h1.textContent())?.trim();
 }
 
-export async function screenshot(page, name) {
+/**
+ * Save `artifacts/ui/<name>.png`: the whole page, or only what the window shows with
+ * `{ fullPage: false }` (a modal dialog, whose backdrop covers the window only).
+ */
+export async function screenshot(page, name, { fullPage = true } = {}) {
   await fsp.mkdir(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage });
   return file;
 }
 

@@ -20,6 +20,9 @@ pub struct McpServerDto {
     /// The env variables and headers it is given (names only; values are secrets).
     pub env: Vec<String>,
     pub headers: Vec<String>,
+    /// Where their values are kept: `none`, `keyring` or `database` (the encrypted store,
+    /// under the file and passphrase key backends).
+    pub secrets_location: String,
     pub enabled: bool,
     pub approved: bool,
     /// `new`, `ready` or `error`.
@@ -46,6 +49,7 @@ impl McpServerDto {
             target,
             env: row.env,
             headers: row.headers,
+            secrets_location: row.secrets_location,
             enabled: row.enabled,
             approved: row.approved,
             state: row.state,
@@ -155,11 +159,21 @@ impl From<ImportReport> for McpImportDto {
 }
 
 /// A name and a secret value (an env variable or a header of a server being added).
-#[derive(Debug, Deserialize, TS)]
+#[derive(Deserialize, TS)]
 #[ts(export)]
 pub struct SecretPairDto {
     pub name: String,
     pub value: String,
+}
+
+/// The name only: the value is a secret and never reaches a log, even a debug one.
+impl std::fmt::Debug for SecretPairDto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretPairDto")
+            .field("name", &self.name)
+            .field("value", &"<redacted>")
+            .finish()
+    }
 }
 
 /// The arguments of `add_mcp_server`: a command (and its arguments) or a URL.
@@ -218,4 +232,91 @@ pub struct SetToolRiskArgs {
     pub tool: String,
     /// `read`, `write` or `destructive`.
     pub risk: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(transport: Transport) -> ServerRow {
+        ServerRow {
+            name: "fs".into(),
+            transport,
+            env: vec!["API_TOKEN".into()],
+            headers: vec![],
+            secrets_location: "keyring".into(),
+            enabled: true,
+            approved: false,
+            state: "new".into(),
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn a_server_shows_its_target_and_the_names_of_its_secrets_only() {
+        let stdio = McpServerDto::new(
+            row(Transport::Stdio {
+                command: "/usr/bin/node".into(),
+                args: vec!["index.js".into(), "/tmp/shared".into()],
+            }),
+            vec!["listening".into()],
+        );
+        assert_eq!(stdio.transport, "stdio");
+        assert_eq!(stdio.target, "/usr/bin/node index.js /tmp/shared");
+        assert_eq!(stdio.env, ["API_TOKEN"]);
+        assert_eq!(stdio.secrets_location, "keyring");
+        assert_eq!(stdio.log, ["listening"]);
+        let bare = McpServerDto::new(
+            row(Transport::Stdio {
+                command: "/usr/bin/srv".into(),
+                args: vec![],
+            }),
+            vec![],
+        );
+        assert_eq!(bare.target, "/usr/bin/srv");
+        let http = McpServerDto::new(
+            row(Transport::Http {
+                url: "https://example.test/mcp".into(),
+            }),
+            vec![],
+        );
+        assert_eq!(
+            (http.transport.as_str(), http.target.as_str()),
+            ("http", "https://example.test/mcp")
+        );
+    }
+
+    #[test]
+    fn secret_values_go_in_and_never_reach_a_debug_log() {
+        let args: AddMcpServerArgs = serde_json::from_value(serde_json::json!({
+            "name": "fs",
+            "command": "node",
+            "args": ["index.js"],
+            "url": null,
+            "env": [{ "name": "API_TOKEN", "value": "tok-secret-1" }],
+            "headers": [],
+        }))
+        .expect("the UI's payload");
+        assert_eq!(args.env[0].value, "tok-secret-1");
+        let logged = format!("{args:?}");
+        assert!(logged.contains("API_TOKEN"), "{logged}");
+        assert!(!logged.contains("tok-secret-1"), "{logged}");
+    }
+
+    #[test]
+    fn an_import_report_names_the_server_of_each_note() {
+        let report: McpImportDto = ImportReport {
+            imported: vec![hearth_core::ImportedServer {
+                server: row(Transport::Http {
+                    url: "https://example.test/mcp".into(),
+                }),
+                notes: vec!["ignored \"autoApprove\"".into()],
+            }],
+            skipped: vec![],
+        }
+        .into();
+        assert_eq!(report.imported, ["fs"]);
+        assert_eq!(report.notes, ["fs: ignored \"autoApprove\""]);
+        assert!(report.skipped.is_empty());
+    }
 }

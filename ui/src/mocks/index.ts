@@ -42,6 +42,8 @@
  *   __hearthMock.askConsent(request)   a tool call waits for the user (then consent_changed); its id
  *   __hearthMock.consentAnswers()      what the consent window answered, in order
  *   __hearthMock.tamperAudit()         the audit log's chain is broken at entry 2 (verify_audit says so)
+ *   __hearthMock.setMcpStartDelay(ms)  how long list_mcp_tools takes to start a server (default 0)
+ *   __hearthMock.addMcpServerElsewhere(name)  another process adds an MCP server (then store_changed)
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -115,6 +117,8 @@ export type MockControl = {
   askConsent(request: Omit<ConsentRequestDto, 'id'>): number;
   consentAnswers(): ConsentAnswer[];
   tamperAudit(): void;
+  setMcpStartDelay(ms: number): void;
+  addMcpServerElsewhere(name: string): void;
 };
 
 declare global {
@@ -168,7 +172,7 @@ export function installMocks(
   });
 
   const consent = createConsentMock({ scenario, seeded, windowLabel, emit: send });
-  const mcp = createMcpMock({ seeded });
+  const mcp = createMcpMock({ seeded, emit: send });
 
   const handlers: Handlers = {
     ...consent.handlers,
@@ -232,6 +236,8 @@ export function installMocks(
     askConsent: (request) => consent.ask(request),
     consentAnswers: () => consent.answers(),
     tamperAudit: () => consent.tamperAudit(),
+    setMcpStartDelay: (ms) => mcp.setStartDelay(ms),
+    addMcpServerElsewhere: (name) => mcp.addElsewhere(name),
   };
   window.__hearthMock = control;
   return control;

@@ -2,9 +2,13 @@
  * The Tools screen's MCP servers: `list_mcp_servers`, `add_mcp_server` (starts the server
  * once: its tools all `needs_approval`; a command named `missing-server` fails with
  * `mcp_start_failed` and its stderr), `list_mcp_tools` / `known_mcp_tools`,
- * `approve_mcp_tools`, `review_mcp_server`, `remove_mcp_server`, `set_mcp_enabled`,
- * `import_mcp_servers` (any file, or Claude Desktop's: `github` over HTTP and `docs` over
- * stdio imported, `legacy` skipped) and `set_tool_risk`.
+ * `approve_mcp_tools`, `review_mcp_server`, `mcp_server_log`, `remove_mcp_server`,
+ * `set_mcp_enabled`, `import_mcp_servers` (any file, or Claude Desktop's: `github` over HTTP
+ * and `docs` over stdio imported, `legacy` skipped) and `set_tool_risk`.
+ *
+ * `list_mcp_tools` (starting a server) takes `setStartDelay(ms)` (default 0), so a test can see
+ * the server "starting…"; `addElsewhere(name)` adds a server as `hearth mcp add` in another
+ * process would (then `store_changed`).
  *
  * Seeded (any scenario with data): `notes` (stdio, ready, approved) whose `append_note`
  * changed its definition after approval — its annotations now ask for less care — and whose
@@ -13,7 +17,7 @@
 import type { McpReviewDto } from '../lib/bindings/McpReviewDto';
 import type { McpServerDto } from '../lib/bindings/McpServerDto';
 import type { McpToolDto } from '../lib/bindings/McpToolDto';
-import { fail, type HandlersFor } from './types';
+import { fail, sleep, type HandlersFor } from './types';
 
 type Server = McpServerDto & { tools: McpToolDto[]; reviews: Record<string, string> };
 
@@ -63,6 +67,7 @@ function seededServers(): Server[] {
       target: '/usr/bin/node /home/you/mcp/notes/index.js',
       env: ['NOTES_TOKEN'],
       headers: [],
+      secrets_location: 'keyring',
       enabled: true,
       approved: true,
       state: 'ready',
@@ -81,6 +86,7 @@ function seededServers(): Server[] {
       target: '/usr/bin/node /home/you/mcp/broken.js',
       env: [],
       headers: [],
+      secrets_location: 'none',
       enabled: true,
       approved: false,
       state: 'error',
@@ -98,6 +104,7 @@ const dto = (s: Server): McpServerDto => ({
   target: s.target,
   env: [...s.env],
   headers: [...s.headers],
+  secrets_location: s.secrets_location,
   enabled: s.enabled,
   approved: s.approved,
   state: s.state,
@@ -105,8 +112,9 @@ const dto = (s: Server): McpServerDto => ({
   log: [...s.log],
 });
 
-export function createMcpMock(options: { seeded: boolean }) {
+export function createMcpMock(options: { seeded: boolean; emit: (event: 'store_changed', payload: null) => Promise<void> }) {
   let servers: Server[] = options.seeded ? seededServers() : [];
+  let startDelay = 0;
 
   const find = (name: string): Server => {
     const s = servers.find((x) => x.name === name);
@@ -137,6 +145,7 @@ export function createMcpMock(options: { seeded: boolean }) {
     | 'known_mcp_tools'
     | 'approve_mcp_tools'
     | 'review_mcp_server'
+    | 'mcp_server_log'
     | 'remove_mcp_server'
     | 'set_mcp_enabled'
     | 'import_mcp_servers'
@@ -158,6 +167,7 @@ export function createMcpMock(options: { seeded: boolean }) {
         target: command ? [`/usr/bin/${command}`, ...args].join(' ') : (url ?? ''),
         env: env.map((e) => e.name).sort(),
         headers: headers.map((h) => h.name).sort(),
+        secrets_location: env.length + headers.length > 0 ? 'keyring' : 'none',
         enabled: true,
         approved: false,
         state: 'ready',
@@ -166,8 +176,9 @@ export function createMcpMock(options: { seeded: boolean }) {
       });
       return dto(server);
     },
-    list_mcp_tools: ({ name }) => {
+    list_mcp_tools: async ({ name }) => {
       const s = find(name);
+      if (startDelay > 0) await sleep(startDelay);
       if (s.name === 'broken') {
         fail('mcp_start_failed', `broken did not start: the server exited during initialize\n  stderr: ${s.log.join('\n  stderr: ')}`);
       }
@@ -202,6 +213,7 @@ export function createMcpMock(options: { seeded: boolean }) {
           }),
         );
     },
+    mcp_server_log: ({ name }) => [...find(name).log],
     remove_mcp_server: ({ name }) => {
       find(name);
       servers = servers.filter((s) => s.name !== name);
@@ -229,7 +241,7 @@ export function createMcpMock(options: { seeded: boolean }) {
           }
           servers = servers.filter((x) => x.name !== s.name);
         }
-        add({ ...s, enabled: true, approved: false, state: 'new', last_error: null, log: [] });
+        add({ ...s, secrets_location: s.headers.length > 0 ? 'keyring' : 'none', enabled: true, approved: false, state: 'new', last_error: null, log: [] });
         imported.push(s.name);
       }
       return { imported, notes: ['docs: ignored "autoApprove": Hearth asks before tools run; approve them here'], skipped };
@@ -248,5 +260,27 @@ export function createMcpMock(options: { seeded: boolean }) {
     },
   };
 
-  return { handlers };
+  return {
+    handlers,
+    setStartDelay: (ms: number) => {
+      startDelay = ms;
+    },
+    /** Another process (`hearth mcp add`) adds a server: listed, its tools not approved. */
+    addElsewhere: (name: string) => {
+      add({
+        name,
+        transport: 'stdio',
+        target: `/usr/bin/node /home/you/mcp/${name}.js`,
+        env: [],
+        headers: [],
+        secrets_location: 'none',
+        enabled: true,
+        approved: false,
+        state: 'ready',
+        last_error: null,
+        log: [],
+      });
+      void options.emit('store_changed', null);
+    },
+  };
 }

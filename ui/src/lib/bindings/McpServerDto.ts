@@ -15,7 +15,12 @@ target: string,
 /**
  * The env variables and headers it is given (names only; values are secrets).
  */
-env: Array<string>, headers: Array<string>, enabled: boolean, approved: boolean, 
+env: Array<string>, headers: Array<string>, 
+/**
+ * Where their values are kept: `none`, `keyring` or `database` (the encrypted store,
+ * under the file and passphrase key backends).
+ */
+secrets_location: string, enabled: boolean, approved: boolean, 
 /**
  * `new`, `ready` or `error`.
  */

@@ -135,6 +135,7 @@ reason: string | null, }; result: boolean };
   known_mcp_tools: { args: { name: string, }; result: Array<McpToolDto> };
   approve_mcp_tools: { args: { name: string, tool: string | null, }; result: number };
   review_mcp_server: { args: { name: string, }; result: Array<McpReviewDto> };
+  mcp_server_log: { args: { name: string, }; result: Array<string> };
   remove_mcp_server: { args: { name: string, }; result: null };
   set_mcp_enabled: { args: { name: string, enabled: boolean, }; result: McpServerDto };
   import_mcp_servers: { args: { path: string | null, claudeDesktop: boolean, replace: boolean, }; result: McpImportDto };
