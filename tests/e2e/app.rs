@@ -2044,46 +2044,132 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
         .await
         .expect("add");
 
-    // The app started the real server and lists its tools, none approved.
-    let rows = eventually("the filesystem server's tools", || async {
-        let rows = client
-            .find_all(Locator::Css("[data-testid='mcp-tool']"))
-            .await
-            .ok()?;
-        let mut texts = Vec::new();
-        for r in rows {
-            texts.push(r.text().await.ok()?);
-        }
-        texts
-            .iter()
-            .any(|t| t.contains("fs__read_text_file"))
-            .then_some(texts)
+    // The app started the real server and lists its tools, none approved: per row, the
+    // exposed name, the risk badge and the state.
+    let rows = eventually("the filesystem server's tools", || {
+        mcp_tool_rows(&client, |rows| {
+            rows.iter().any(|r| r.0 == "fs__read_text_file")
+        })
     })
     .await;
-    let row = |name: &str| {
+    let row = |rows: &[(String, String, String)], name: &str| {
         rows.iter()
-            .find(|t| t.contains(name))
+            .find(|r| r.0 == name)
             .cloned()
-            .unwrap_or_default()
+            .unwrap_or_else(|| panic!("no row {name} in {rows:?}"))
     };
-    assert!(row("fs__read_text_file").contains("read"), "{rows:?}");
-    assert!(row("fs__write_file").contains("destructive"), "{rows:?}");
-    assert!(row("fs__create_directory").contains("write"), "{rows:?}");
+    assert_eq!(row(&rows, "fs__read_text_file").1, "read", "{rows:?}");
+    assert_eq!(row(&rows, "fs__write_file").1, "destructive", "{rows:?}");
+    assert_eq!(row(&rows, "fs__create_directory").1, "write", "{rows:?}");
     assert!(
-        rows.iter().all(|t| t.contains("Needs your approval")),
+        rows.iter().all(|r| r.2 == "Needs your approval"),
         "{rows:?}"
     );
+    let status = text_of(&client, "[data-testid='mcp-status']").await;
+    assert_eq!(status.as_deref(), Some("Ready"), "{status:?}");
     // Let the dialog's closing and the list's first paint finish before the shot.
     tokio::time::sleep(Duration::from_millis(800)).await;
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("app-mcp-server.png"), png).expect("save screenshot");
 
-    // The CLI sees the same server, its command stored as an absolute path.
+    // The server's stderr, as this app's process kept it.
+    eventually("the Show log button", || async {
+        client
+            .find(Locator::XPath("//button[normalize-space()='Show log']"))
+            .await
+            .ok()
+    })
+    .await
+    .click()
+    .await
+    .expect("show the log");
+    let log = eventually("the server's log", || async {
+        let text = text_of(&client, "[data-testid='mcp-log']").await?;
+        text.contains("Secure MCP Filesystem Server running on stdio")
+            .then_some(text)
+    })
+    .await;
+    assert!(!log.is_empty());
+
+    // One tool approved by its own button: it alone is on; approving it approved the server,
+    // so the others are off as new since then, each to review (the core's rule).
+    eventually("Approve fs__read_text_file", || async {
+        client
+            .find(Locator::Css(
+                "button[aria-label='Approve fs__read_text_file']",
+            ))
+            .await
+            .ok()
+    })
+    .await
+    .click()
+    .await
+    .expect("approve one tool");
+    let rows = eventually("read_text_file on", || {
+        mcp_tool_rows(&client, |rows| {
+            rows.iter()
+                .any(|r| r.0 == "fs__read_text_file" && r.2 == "On")
+        })
+    })
+    .await;
+    assert_eq!(
+        row(&rows, "fs__write_file").2,
+        "Off: new since approved",
+        "{rows:?}"
+    );
+
+    // The CLI sees the same server, its command stored as an absolute path, and the same
+    // approval.
     let list = cli_json(&sandbox, &["mcp", "list", "--json"]);
     assert_eq!(list[0]["name"], "fs", "{list}");
     assert!(
         Path::new(list[0]["command"].as_str().unwrap_or_default()).is_absolute(),
         "{list}"
     );
+    let tools = cli_json(&sandbox, &["mcp", "tools", "fs", "--json"]);
+    let state = |name: &str| {
+        tools
+            .as_array()
+            .and_then(|a| a.iter().find(|t| t["name"] == name))
+            .map(|t| (t["risk"].clone(), t["state"].clone()))
+    };
+    assert_eq!(
+        state("fs__read_text_file"),
+        Some((json!("read"), json!("enabled"))),
+        "{tools}"
+    );
+    assert_eq!(
+        state("fs__write_file"),
+        Some((json!("destructive"), json!("disabled_new"))),
+        "{tools}"
+    );
     let _ = tokio::time::timeout(Duration::from_secs(20), client.close()).await;
+}
+
+/// The MCP tool rows on the Tools screen — (exposed name, risk badge, state) — once `ready`
+/// holds for them.
+async fn mcp_tool_rows(
+    client: &Client,
+    ready: impl Fn(&[(String, String, String)]) -> bool,
+) -> Option<Vec<(String, String, String)>> {
+    let mut rows = Vec::new();
+    for r in client
+        .find_all(Locator::Css("[data-testid='mcp-tool']"))
+        .await
+        .ok()?
+    {
+        let cell = |css: &'static str| {
+            let r = r.clone();
+            async move {
+                let text = r.find(Locator::Css(css)).await.ok()?.text().await.ok()?;
+                Some(text.trim().to_owned())
+            }
+        };
+        rows.push((
+            cell("code").await?,
+            cell("[data-testid='mcp-risk']").await?,
+            cell("[data-testid='mcp-tool-state']").await?,
+        ));
+    }
+    ready(&rows).then_some(rows)
 }

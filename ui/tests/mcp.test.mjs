@@ -63,18 +63,35 @@ describe('MCP servers on the Tools screen', () => {
     const risks = (await card.getByTestId('mcp-risk').allTextContents()).map((s) => s.trim());
     assert.deepEqual(risks, ['read', 'write', 'destructive']);
 
-    // One tool first, then the rest.
-    await card.getByRole('button', { name: 'Approve files__read_text_file' }).click();
-    await statesAre(page, 'files', ['On', 'Needs your approval', 'Needs your approval']);
-    assert.deepEqual(await ipcCalls(page, 'approve_mcp_tools'), [{ name: 'files', tool: 'read_text_file' }]);
     await card.getByRole('button', { name: 'Approve all tools' }).click();
     await statesAre(page, 'files', ['On', 'On', 'On']);
+    assert.deepEqual(await ipcCalls(page, 'approve_mcp_tools'), [{ name: 'files', tool: null }]);
     assert.equal(await card.getByRole('button', { name: /^Approve / }).count(), 0);
     // The user lowers an unannotated tool's tier.
     await card.getByLabel('Risk of files__write_file').selectOption('write');
     await page.waitForFunction(() => document.body.textContent.includes('set by you'));
     assert.deepEqual(await ipcCalls(page, 'set_tool_risk'), [{ tool: 'files__write_file', risk: 'write' }]);
     await screenshot(page, 'mcp-servers');
+    assertNoProblems(problems);
+  });
+
+  test('approving one tool of a new server approves the server: its other tools stay off, each to review', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url());
+    await serverCard(page, 'notes').waitFor();
+    await page.evaluate(() => window.__hearthMock.addMcpServerElsewhere('calendar'));
+    const card = serverCard(page, 'calendar');
+    await card.getByTestId('mcp-tool').first().waitFor();
+    await card.getByRole('button', { name: 'Approve calendar__read_text_file' }).click();
+    await statesAre(page, 'calendar', ['On', 'Off: new since approved', 'Off: new since approved']);
+    assert.deepEqual(await ipcCalls(page, 'approve_mcp_tools'), [{ name: 'calendar', tool: 'read_text_file' }]);
+    assert.equal(await card.getByRole('button', { name: 'Approve all tools' }).count(), 0);
+    await card.getByRole('button', { name: 'Review calendar__write_file' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Review changes to calendar' });
+    await dialog.getByText('New since you approved the server').waitFor();
+    await dialog.getByRole('button', { name: 'Approve write_file' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await statesAre(page, 'calendar', ['On', 'Off: new since approved', 'On']);
     assertNoProblems(problems);
   });
 

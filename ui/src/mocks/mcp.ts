@@ -196,6 +196,9 @@ export function createMcpMock(options: { seeded: boolean; emit: (event: 'store_c
       });
       if (only && n === 0) fail('not_found', `"${name}" lists no tool named "${only}"`);
       for (const t of s.tools) if (!only || t.tool === only || t.name === only) delete s.reviews[t.tool];
+      // As the core: approving any tool approves the server, so a tool never approved is
+      // now "new since approved" (off until reviewed), not "needs approval".
+      s.tools = s.tools.map((t) => (t.state === 'needs_approval' ? { ...t, state: 'disabled_new' } : t));
       s.approved = true;
       return n;
     },
