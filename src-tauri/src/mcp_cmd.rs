@@ -85,7 +85,8 @@ pub async fn approve_mcp_tools(
 ) -> Result<u32, ErrorDto> {
     let ApproveMcpArgs { name, tool } = args.0;
     let mcp = state.hearth()?.mcp();
-    let n = blocking(move || mcp.approve(&name, tool.as_deref())).await?;
+    let tools: Vec<String> = tool.into_iter().collect();
+    let n = blocking(move || mcp.approve(&name, &tools, false)).await?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 

@@ -581,13 +581,23 @@ pub enum McpCommand {
     },
     /// Every server as last known: transport, state, tools (starts nothing).
     List,
-    /// Start a server and list its tools: name, risk, risk_source, state.
+    /// Start a server and list its tools: name, effective risk, why, the server's claim,
+    /// state.
     Tools { name: String },
-    /// Approve a server's tools as they are listed now (or one tool), pinning them.
+    /// Approve a server's tools as they are listed now (or the tools named), pinning them.
+    /// Approved tools are destructive (they ask every time) unless you accept the server's
+    /// labels or set a tier with `hearth tools risk`.
     Approve {
         name: String,
-        /// Only this tool (its own name or server__tool).
-        tool: Option<String>,
+        /// Only these tools (their own names or server__tool).
+        tools: Vec<String>,
+        /// Take the server's annotations (read-only, reversible write, destructive) as
+        /// these tools' tiers. Asks on a terminal; elsewhere requires --yes.
+        #[arg(long)]
+        accept_labels: bool,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
     /// What changed since you approved: a diff per tool that is off until reviewed.
     Review { name: String },
@@ -654,7 +664,7 @@ pub enum GrantsCommand {
 pub enum AuditCommand {
     /// Entries, oldest first: what ran, what was decided and by whom, when.
     List {
-        /// Only this kind: tool_call, memory or grant.
+        /// Only this kind: tool_call, memory, grant or mcp.
         #[arg(long)]
         kind: Option<String>,
         /// Only the calls of this tool.

@@ -85,6 +85,10 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         let outcome = hearth
             .chat(&slots, options, &cancel, |event| {
                 if let (false, TurnEvent::Text(piece)) = (json, event) {
+                    // The model's words, never its escape sequences (`display::prose`
+                    // escapes character by character, so a sequence split across pieces
+                    // is caught too).
+                    let piece = hearth_core::display::prose(piece);
                     let _ = stdout.write_all(piece.as_bytes());
                     let _ = stdout.flush();
                 }
@@ -97,6 +101,12 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             println!();
             print_sources(&outcome.sources);
             print_calls(&outcome.tool_calls);
+        }
+        for down in &outcome.tools_unavailable {
+            eprintln!(
+                "note: the MCP server {} is not available ({}); this answer was made without its tools",
+                down.server, down.reason
+            );
         }
         if let Some(from) = &outcome.fallback_from {
             eprintln!(
@@ -139,6 +149,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "memory_changes": learned,
                 "sources": outcome.sources,
                 "tool_calls": outcome.tool_calls,
+                "tools_unavailable": outcome.tools_unavailable,
                 "stop_reason": outcome.stop_reason,
             }));
         }

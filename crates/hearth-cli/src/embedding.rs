@@ -44,7 +44,7 @@ pub fn run(out: &Out, command: EmbeddingCommand) -> Result<(), Failure> {
                     None => format!("downloading {file}: {:.1} MB", mb(done)),
                 };
                 if terminal {
-                    eprint!("\r{line}\x1b[K");
+                    ::std::eprint!("\r{line}\x1b[K");
                 } else if total == Some(done) {
                     eprintln!("{line}");
                 }
@@ -69,7 +69,7 @@ fn finish(out: &Out, hearth: &Hearth, job: Option<JobId>, no_wait: bool) -> Resu
             while let Ok(event) = events.blocking_recv() {
                 if let Event::EmbeddingProgress { model, done, total } = event {
                     if terminal {
-                        eprint!("\rembedding memories with {model}: {done}/{total}\x1b[K");
+                        ::std::eprint!("\rembedding memories with {model}: {done}/{total}\x1b[K");
                     } else if done == total {
                         eprintln!("embedding memories with {model}: {done}/{total}");
                     }
@@ -96,9 +96,10 @@ fn finish(out: &Out, hearth: &Hearth, job: Option<JobId>, no_wait: bool) -> Resu
         chunks_embedded = hearth.folders().embed_vectors(&mut |p| {
             shown = true;
             if terminal {
-                eprint!(
+                ::std::eprint!(
                     "\rembedding passages of watched folders: {}/{}\x1b[K",
-                    p.done, p.total
+                    p.done,
+                    p.total
                 );
             } else if p.done == p.total {
                 eprintln!(

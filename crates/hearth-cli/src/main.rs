@@ -1,6 +1,35 @@
 //! `hearth`: the command-line interface over the same engine as the desktop app.
 //! Its contract (flags, exit codes, JSON shapes) is `docs/cli.md`.
 
+// Every byte the CLI prints goes through the core's terminal escaping
+// (`hearth_core::display::prose`): text from a model, a tool, an MCP server, a file or a
+// stored conversation never reaches the terminal raw — no escape sequence, C1 control or
+// bidi override of theirs can conceal, move or retitle anything. These shadow the standard
+// macros in every module declared below; what must write control bytes of its own (a
+// progress line's `\r`, JSON already escaped) calls `std::` explicitly.
+macro_rules! println {
+    () => { ::std::println!() };
+    ($($arg:tt)*) => {
+        ::std::println!("{}", hearth_core::display::prose(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        ::std::print!("{}", hearth_core::display::prose(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! eprintln {
+    () => { ::std::eprintln!() };
+    ($($arg:tt)*) => {
+        ::std::eprintln!("{}", hearth_core::display::prose(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        ::std::eprint!("{}", hearth_core::display::prose(&::std::format!($($arg)*)))
+    };
+}
+
 mod args;
 mod chat;
 mod embedding;

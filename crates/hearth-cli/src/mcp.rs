@@ -27,16 +27,36 @@ fn read_values(names: &[String], what: &str) -> Result<BTreeMap<String, String>,
     Ok(out)
 }
 
+/// A server's claim for a tool, in words.
+fn claim_words(claim: hearth_core::tools::Risk, open_world: bool) -> String {
+    let tier = match claim {
+        hearth_core::tools::Risk::Read => "read-only",
+        hearth_core::tools::Risk::Write => "reversible write",
+        hearth_core::tools::Risk::Destructive => "destructive",
+    };
+    if open_world {
+        format!("{tier}, reaches outside")
+    } else {
+        tier.to_owned()
+    }
+}
+
 fn print_tools(tools: &[McpToolInfo]) {
     if tools.is_empty() {
         println!("No tools.");
     }
     for t in tools {
+        let why = match t.risk_source {
+            "unconfirmed" => "labels not confirmed",
+            "labels_accepted" => "labels accepted",
+            _ => "set by you",
+        };
         println!(
-            "{:<40} {:<11} {:<10} {}",
+            "{:<40} {:<11} {:<20} claims {:<28} {}",
             t.name,
             t.risk.as_str(),
-            t.risk_source,
+            why,
+            claim_words(t.claim, t.claim_open_world),
             t.state.as_str()
         );
     }
@@ -129,14 +149,48 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        McpCommand::Approve { name, tool } => {
-            let n = Hearth::open_oneshot(&opts)?
-                .mcp()
-                .approve(&name, tool.as_deref())?;
+        McpCommand::Approve {
+            name,
+            tools,
+            accept_labels,
+            yes,
+        } => {
+            let mcp = Hearth::open_oneshot(&opts)?.mcp();
+            if accept_labels && !yes {
+                // The user sees each claim before taking it as a tier.
+                let known = mcp.known_tools(&name)?;
+                eprintln!("{name} claims, for its tools:");
+                for t in known.iter().filter(|t| {
+                    tools.is_empty() || tools.iter().any(|w| *w == t.tool || *w == t.name)
+                }) {
+                    eprintln!(
+                        "  {:<40} {}",
+                        t.name,
+                        claim_words(t.claim, t.claim_open_world)
+                    );
+                }
+                if !crate::secrets::confirm(
+                    "Trust these labels? A tool labelled read-only will run without asking",
+                ) {
+                    return Err(Failure::new(
+                        "confirmation_required",
+                        "not confirmed: run on a terminal and type yes, or pass --yes",
+                    ));
+                }
+            }
+            let n = mcp.approve(&name, &tools, accept_labels)?;
             if out.json {
-                out.print_json(&json!({"server": name, "approved": n}));
+                out.print_json(
+                    &json!({"server": name, "approved": n, "labels_accepted": accept_labels}),
+                );
+            } else if accept_labels {
+                println!(
+                    "Approved {n} tools of {name} with the server's labels as their tiers; they are offered in chats now."
+                );
             } else {
-                println!("Approved {n} tools of {name}; they are offered in chats now.");
+                println!(
+                    "Approved {n} tools of {name}; they are offered in chats now and ask every time (labels not confirmed: hearth mcp approve {name} --accept-labels, or hearth tools risk TOOL read|write)."
+                );
             }
             Ok(())
         }
@@ -154,7 +208,7 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                     }
                     print!("{}", r.diff);
                 }
-                println!("Approve what you reviewed with: hearth mcp approve {name} [TOOL]");
+                println!("Approve what you reviewed with: hearth mcp approve {name} [TOOL…]");
             }
             Ok(())
         }
@@ -268,11 +322,9 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                 }
                 None => {
                     let doc = mcp.export(include_secrets)?;
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&doc)
-                            .map_err(|e| Failure::new("internal", e.to_string()))?
-                    );
+                    let text = serde_json::to_string_pretty(&doc)
+                        .map_err(|e| Failure::new("internal", e.to_string()))?;
+                    ::std::println!("{}", hearth_core::display::json_for_terminal(&text));
                 }
             }
             Ok(())

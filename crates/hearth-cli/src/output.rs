@@ -45,7 +45,9 @@ struct ErrorFields<'a> {
 impl Out {
     pub fn print_json<T: Serialize>(&self, value: &T) {
         match serde_json::to_string_pretty(value) {
-            Ok(s) => println!("{s}"),
+            // serde_json escapes C0 controls; C1 controls and bidi overrides are made
+            // `\uXXXX` too, so the JSON says the same and a terminal acts on none of it.
+            Ok(s) => ::std::println!("{}", hearth_core::display::json_for_terminal(&s)),
             Err(e) => eprintln!("error: could not serialise output: {e}"),
         }
     }

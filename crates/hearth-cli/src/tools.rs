@@ -79,7 +79,10 @@ pub fn grants(out: &Out, command: GrantsCommand) -> Result<(), Failure> {
                         Some(c) => format!("conversation {c}"),
                         None => "always".into(),
                     };
-                    println!("{:<5} {:<16} {:<10} {scope}", g.id, g.tool, g.origin);
+                    println!(
+                        "{:<5} {:<16} {:<10} {scope}  ({})",
+                        g.id, g.tool, g.origin, g.covers
+                    );
                 }
             }
         }
@@ -222,8 +225,17 @@ impl Consent for TtyConsent {
     }
 }
 
-/// The prompt as `docs/cli.md` shows it.
+/// What starts every question Hearth asks on the terminal: the terminal's attributes reset
+/// (a model's text cannot leave it concealed or recoloured: its escape sequences never
+/// reach the terminal, and this undoes any that could), then a marker line in reverse
+/// video, which no escaped text can produce (`hearth_core::display::prose`).
+pub const PROMPT_MARKER: &str = "\u{1b}[0m\n\u{1b}[7m\u{1b}[1m ▶ HEARTH ASKS (this line is Hearth's own, never the model's) \u{1b}[0m\n";
+
+/// The prompt as `docs/cli.md` shows it. Every text in it that came from outside (the
+/// tool's name, why it asks, what came before) is escaped with `display::escape`; the
+/// arguments and the preview were escaped by the core.
 pub fn prompt_text(r: &ConsentRequest) -> String {
+    use hearth_core::display::escape;
     let indent = |text: &str| {
         text.lines()
             .map(|l| format!("    {l}"))
@@ -231,14 +243,14 @@ pub fn prompt_text(r: &ConsentRequest) -> String {
             .join("\n")
     };
     let mut p = format!(
-        "\nHearth wants to run a tool.\n  tool:      {} ({})\n  risk:      {}\n  why asked: {}\n",
-        r.tool,
-        r.origin.label(),
+        "{PROMPT_MARKER}Hearth wants to run a tool.\n  tool:      {} ({})\n  risk:      {}\n  why asked: {}\n",
+        escape(&r.tool),
+        escape(&r.origin.label()),
         r.risk.as_str(),
-        r.reason
+        escape(&r.reason)
     );
     if let Some(by) = &r.escalated_by {
-        p.push_str(&format!("  before it: {by}\n"));
+        p.push_str(&format!("  before it: {}\n", escape(by)));
     }
     p.push_str(&format!("  arguments:\n{}\n", indent(&r.arguments)));
     if let Some(preview) = &r.preview {

@@ -123,19 +123,23 @@ async fn the_filesystem_servers_tools_are_listed_with_their_risks_and_none_is_of
     assert_eq!(added["state"], "ready");
     assert_eq!(added["approved"], false);
     let tools = by_name(&added["tools"]);
-    for (name, risk, source) in [
-        ("fs__read_text_file", "read", "annotation"),
-        ("fs__list_directory", "read", "annotation"),
-        ("fs__create_directory", "write", "annotation"),
-        ("fs__write_file", "destructive", "annotation"),
-        ("fs__edit_file", "destructive", "annotation"),
-        ("fs__move_file", "destructive", "annotation"),
+    // The server's annotations are its claims; until the user accepts them every tool is
+    // destructive (issue 31).
+    for (name, claim) in [
+        ("fs__read_text_file", "read"),
+        ("fs__list_directory", "read"),
+        ("fs__create_directory", "write"),
+        ("fs__write_file", "destructive"),
+        ("fs__edit_file", "destructive"),
+        ("fs__move_file", "destructive"),
     ] {
         let t = tools
             .get(name)
             .unwrap_or_else(|| panic!("{name} in {tools:?}"));
-        assert_eq!(t["risk"], risk, "{name}");
-        assert_eq!(t["risk_source"], source, "{name}");
+        assert_eq!(t["claim"], claim, "{name}");
+        assert_eq!(t["risk"], "destructive", "{name}");
+        assert_eq!(t["risk_source"], "unconfirmed", "{name}");
+        assert_eq!(t["labels_accepted"], false, "{name}");
         assert_eq!(t["state"], "needs_approval", "{name}");
         assert_eq!(t["server"], "fs");
     }
@@ -202,7 +206,13 @@ async fn approved_filesystem_reads_run_unasked_writes_ask_with_their_arguments_a
         None,
     )
     .await;
-    let approved = hearth_ok_with(&home, &setup, &["mcp", "approve", "fs"], None).await;
+    let approved = hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "fs", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
     assert_eq!(approved["approved"], 14);
     let tools = hearth_ok_with(&home, &setup, &["mcp", "tools", "fs"], None).await;
     assert!(
@@ -367,7 +377,13 @@ async fn a_stdio_server_gets_no_hearth_or_provider_variables() {
         Some("hello-from-config\n"),
     )
     .await;
-    hearth_ok_with(&home, &setup, &["mcp", "approve", "ev"], None).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "ev", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
     let server = LlmServer::start(vec![call("e1", "ev__get-env", "{}"), answer("Seen.")]).await;
     let mut cmd = chat(&home, &server, &["chat", "env?", "--json"]);
     cmd.env("HEARTH_SECRET_PROBE", "must-not-leak")
@@ -433,7 +449,13 @@ async fn add_shifty(home: &Home, setup: &LlmServer, name: &str, state: &Path) {
         Some(&format!("{}\n", state.display())),
     )
     .await;
-    hearth_ok_with(home, setup, &["mcp", "approve", name], None).await;
+    hearth_ok_with(
+        home,
+        setup,
+        &["mcp", "approve", name, "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
 }
 
 fn set_state(state: &Path, v: Value) {
@@ -580,7 +602,13 @@ async fn a_tool_changed_or_added_after_approval_is_off_until_the_user_reviews_it
     assert_eq!(v["tool_calls"][0]["decision"], "invalid");
 
     // Approving one brings it back; the other stays off.
-    hearth_ok_with(&home, &setup, &["mcp", "approve", "sh", "note"], None).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "sh", "note", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
     let tools = by_name(&hearth_ok_with(&home, &setup, &["mcp", "tools", "sh"], None).await);
     assert_eq!(tools["sh__note"]["state"], "enabled");
     assert_eq!(tools["sh__extra"]["state"], "disabled_new");
@@ -669,7 +697,13 @@ async fn secrets_go_to_the_keyring_and_what_a_server_echoes_is_in_no_file() {
         .and_then(|e| e.get_password())
         .expect("the secrets are in the keyring");
     assert!(kept.contains(TOKEN));
-    hearth_ok_with(&home, &setup, &["mcp", "approve", "k"], None).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "k", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
 
     // A marker passed as an argument and echoed to the server's stderr.
     let server = LlmServer::start(vec![
@@ -765,12 +799,18 @@ async fn a_streamable_http_server_is_listed_called_and_a_long_call_is_cancelled_
         "ev__trigger-long-running-operation",
     ] {
         assert_eq!(
-            tools.get(name).map(|t| t["risk"].clone()),
+            tools.get(name).map(|t| t["claim"].clone()),
             Some(json!("read")),
             "{name} in {tools:?}"
         );
     }
-    hearth_ok_with(&home, &setup, &["mcp", "approve", "ev"], None).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "ev", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
 
     // A call succeeds; a long one runs past the call's time limit and is cancelled
     // (notifications/cancelled), and the next call on the same session still answers.
@@ -1031,7 +1071,7 @@ async fn a_claude_desktop_config_imports_with_its_secrets_in_the_keyring_exports
     );
     let tools = by_name(&json_of(&out));
     assert_eq!(
-        tools["filesystem__read_text_file"]["risk"], "read",
+        tools["filesystem__read_text_file"]["claim"], "read",
         "{tools:?}"
     );
     assert_eq!(
@@ -1068,7 +1108,13 @@ async fn with_over_sixty_tools_the_tools_array_and_the_history_prefix_stay_the_s
             assert_eq!(n, 42);
         }
         listed += n;
-        hearth_ok_with(&home, &setup, &["mcp", "approve", name], None).await;
+        hearth_ok_with(
+            &home,
+            &setup,
+            &["mcp", "approve", name, "--accept-labels", "--yes"],
+            None,
+        )
+        .await;
     }
     assert!(listed >= 60, "{listed} tools");
 
@@ -1138,4 +1184,274 @@ async fn with_over_sixty_tools_the_tools_array_and_the_history_prefix_stay_the_s
         raw1.starts_with(&raw0[..cut]),
         "the stable prefix changed between turns"
     );
+}
+
+fn hostile() -> String {
+    servers_dir()
+        .join("hostile.mjs")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Adds `name` running hostile.mjs in `mode` with HOSTILE_TARGET = `target` (a secret
+/// env value, read from stdin); `replace` replaces a server of that name.
+async fn add_hostile(
+    home: &Home,
+    setup: &LlmServer,
+    name: &str,
+    mode: &str,
+    target: &Path,
+    replace: bool,
+) -> Value {
+    let js = hostile();
+    let mut args = vec!["mcp", "add", name, "--env", "HOSTILE_TARGET"];
+    if replace {
+        args.push("--replace");
+    }
+    args.extend(["--", "node", &js, mode]);
+    hearth_ok_with(home, setup, &args, Some(&format!("{}\n", target.display()))).await
+}
+
+#[tokio::test]
+async fn an_mcp_servers_annotations_are_claims_a_lying_read_only_tool_asks_and_deletes_nothing() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(&home, "docs", &[("taxes.txt", "2025 return")]);
+    let target = docs.join("taxes.txt");
+    add_hostile(&home, &setup, "liar", "liar", &target, false).await;
+    let approved = hearth_ok_with(&home, &setup, &["mcp", "approve", "liar"], None).await;
+    assert_eq!(approved["labels_accepted"], false, "{approved}");
+    // Claim and effective tier side by side: the claim is read-only, the tier destructive.
+    let tools = by_name(&hearth_ok_with(&home, &setup, &["mcp", "tools", "liar"], None).await);
+    assert_eq!(tools["liar__tidy"]["claim"], "read");
+    assert_eq!(tools["liar__tidy"]["risk"], "destructive");
+    assert_eq!(tools["liar__tidy"]["risk_source"], "unconfirmed");
+    assert_eq!(tools["liar__post"]["claim"], "write");
+    assert_eq!(tools["liar__post"]["risk"], "destructive");
+
+    // The "read-only" tool asks (no one to ask here: denied) and the file stays; the
+    // "reversible write" is not covered by --allow-writes.
+    let server = LlmServer::start(vec![
+        call("c1", "liar__tidy", "{}"),
+        call("c2", "liar__post", r#"{"text": "the user's secrets"}"#),
+        answer("I could not tidy."),
+    ])
+    .await;
+    let v = chat_json(&home, &server, &["tidy up", "--allow-writes"]).await;
+    for c in v["tool_calls"].as_array().expect("calls") {
+        assert_eq!(c["risk"], "destructive", "{c}");
+        assert_eq!(c["decision"], "denied", "{c}");
+        assert_eq!(c["decided_by"], "policy_no_tty", "{c}");
+    }
+    assert!(target.exists(), "the lying tool did not run");
+    assert!(!docs.join("taxes.txt.sent").exists());
+
+    // Accepting labels takes confirmation: refused with no terminal and no --yes.
+    let out = output(home.cmd(
+        &setup,
+        &[
+            "--json",
+            "mcp",
+            "approve",
+            "liar",
+            "post",
+            "--accept-labels",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["error"]["code"], "confirmation_required");
+    // The user accepts `post`'s label only: it is a write, which --allow-writes covers;
+    // `tidy` still asks.
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "liar", "post", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
+    let tools = by_name(&hearth_ok_with(&home, &setup, &["mcp", "tools", "liar"], None).await);
+    assert_eq!(tools["liar__post"]["risk"], "write");
+    assert_eq!(tools["liar__post"]["risk_source"], "labels_accepted");
+    assert_eq!(tools["liar__post"]["labels_accepted"], true);
+    assert_eq!(tools["liar__tidy"]["risk"], "destructive");
+    let server = LlmServer::start(vec![
+        call("c3", "liar__post", r#"{"text": "draft"}"#),
+        call("c4", "liar__tidy", "{}"),
+        answer("Saved the draft."),
+    ])
+    .await;
+    let v = chat_json(&home, &server, &["save a draft", "--allow-writes"]).await;
+    assert_eq!(v["tool_calls"][0]["decided_by"], "allow_writes", "{v}");
+    assert_eq!(v["tool_calls"][1]["decided_by"], "policy_no_tty", "{v}");
+    assert!(target.exists());
+    // The decisions are in the audit log.
+    let audit = hearth_ok_with(&home, &setup, &["audit", "list", "--kind", "mcp"], None).await;
+    let ops: Vec<String> = audit
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["summary"]["op"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(ops.iter().filter(|o| *o == "approve").count(), 2, "{audit}");
+}
+
+#[tokio::test]
+async fn a_grant_names_its_server_another_program_under_the_same_name_asks_again() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(&home, "docs", &[]);
+    let log = docs.join("notes.log");
+    add_hostile(&home, &setup, "notes", "notes-a", &log, false).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "notes", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
+    // Always allowed, on the terminal.
+    let server = LlmServer::start(vec![
+        call("c1", "notes__save", r#"{"text": "one"}"#),
+        answer("Saved."),
+    ])
+    .await;
+    let work = home.root.parent().expect("tmp").to_path_buf();
+    let (v, terminal) = on_a_terminal(
+        chat(&home, &server, &["chat", "save one", "--json"]),
+        "a\n",
+        &work,
+    )
+    .await;
+    assert!(terminal.contains("notes__save"), "{terminal}");
+    assert_eq!(v["tool_calls"][0]["decided_by"], "user", "{v}");
+    let grants = hearth_ok_with(&home, &setup, &["grants", "list"], None).await;
+    let covers = grants[0]["covers"].as_str().expect("covers").to_owned();
+    assert!(
+        covers.contains("notes-a") && covers.contains("save"),
+        "{covers}"
+    );
+    // The grant covers the same program's same tool.
+    let server = LlmServer::start(vec![
+        call("c2", "notes__save", r#"{"text": "two"}"#),
+        answer("Saved."),
+    ])
+    .await;
+    let v = chat_json(&home, &server, &["save two"]).await;
+    assert_eq!(v["tool_calls"][0]["decided_by"], "grant", "{v}");
+
+    // Another program takes the name (replace): same exposed name, same definition — the
+    // grant is gone and the call asks (denied here: no one to ask).
+    let added = add_hostile(&home, &setup, "notes", "notes-b", &log, true).await;
+    assert_eq!(added["tools"][0]["name"], "notes__save");
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "notes", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
+    let grants = hearth_ok_with(&home, &setup, &["grants", "list"], None).await;
+    assert_eq!(grants.as_array().map(Vec::len), Some(0), "{grants}");
+    let server = LlmServer::start(vec![
+        call("c3", "notes__save", r#"{"text": "three"}"#),
+        answer("Could not save."),
+    ])
+    .await;
+    let v = chat_json(&home, &server, &["save three"]).await;
+    assert_eq!(v["tool_calls"][0]["decided_by"], "policy_no_tty", "{v}");
+    let written = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(written, "notes-a: one\nnotes-a: two\n");
+
+    // Removing a server ends its grants too (and the audit says why).
+    let server = LlmServer::start(vec![
+        call("c4", "notes__save", r#"{"text": "four"}"#),
+        answer("Saved."),
+    ])
+    .await;
+    on_a_terminal(
+        chat(&home, &server, &["chat", "save four", "--json"]),
+        "a\n",
+        &work,
+    )
+    .await;
+    let grants = hearth_ok_with(&home, &setup, &["grants", "list"], None).await;
+    assert_eq!(grants.as_array().map(Vec::len), Some(1), "{grants}");
+    hearth_ok_with(&home, &setup, &["mcp", "remove", "notes", "--yes"], None).await;
+    let grants = hearth_ok_with(&home, &setup, &["grants", "list"], None).await;
+    assert_eq!(grants.as_array().map(Vec::len), Some(0), "{grants}");
+}
+
+#[tokio::test]
+async fn an_endless_tools_list_is_cut_at_the_page_cap_and_the_chat_goes_on_without_that_server() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let tmp = home.root.parent().expect("tmp").to_path_buf();
+    let flag = tmp.join("endless");
+    add_hostile(&home, &setup, "pager", "pager", &flag, false).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "approve", "pager", "--accept-labels", "--yes"],
+        None,
+    )
+    .await;
+    // From now on it answers every tools/list with an empty page and a fresh cursor.
+    std::fs::write(&flag, "on").expect("flag");
+
+    let server = LlmServer::start(vec![answer("Hello without that server.")]).await;
+    let mut cmd = chat(&home, &server, &["chat", "hi", "--json"]);
+    // The page cap, not a timer, ends the listing.
+    cmd.env("HEARTH_MCP_MAX_PAGES", "5");
+    // `pager` is restarted for this chat (a new process), so its first listing is endless.
+    let out = detached(cmd, None).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["answer"], "Hello without that server.");
+    assert_eq!(server.seen().len(), 1, "the model was reached");
+    let down = &v["tools_unavailable"][0];
+    assert_eq!(down["server"], "pager", "{v}");
+    assert!(
+        down["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("more than 5 pages"),
+        "{v}"
+    );
+    assert!(!offered(&server, 0).iter().any(|n| n.starts_with("pager__")));
+    let list = hearth_ok_with(&home, &setup, &["mcp", "list"], None).await;
+    assert_eq!(list[0]["state"], "error", "{list}");
+
+    // Adding such a server fails clearly and keeps nothing.
+    let js = hostile();
+    let out = detached(
+        {
+            let mut c = home.cmd(
+                &setup,
+                &[
+                    "--json",
+                    "mcp",
+                    "add",
+                    "pager2",
+                    "--env",
+                    "HOSTILE_TARGET",
+                    "--",
+                    "node",
+                    &js,
+                    "pager",
+                ],
+            );
+            c.env("HEARTH_MCP_MAX_PAGES", "5");
+            c
+        },
+        Some(&format!("{}\n", flag.display())),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let e = json_of(&out);
+    assert_eq!(e["error"]["code"], "mcp_start_failed", "{e}");
 }

@@ -24,6 +24,7 @@ pub mod audit;
 pub mod chat;
 pub mod context;
 pub mod conversations;
+pub mod display;
 pub mod embed;
 mod error;
 mod events;

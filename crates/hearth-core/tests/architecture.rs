@@ -12,6 +12,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("types", 0),
     ("time", 0),
+    ("display", 0),
     ("failpoint", 0),
     ("fsio", 0),
     ("paths", 0),

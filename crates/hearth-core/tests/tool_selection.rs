@@ -69,7 +69,7 @@ async fn catalog(root: &Path) -> Vec<ToolSpec> {
     ] {
         let name = s.name.clone();
         mcp.add(s, false).await.expect("the server starts");
-        mcp.approve(&name, None).expect("approve");
+        mcp.approve(&name, &[], false).expect("approve");
     }
     mcp.shutdown().await;
     hearth

@@ -966,6 +966,12 @@ impl hearth_core::tools::external::ExternalTool for WebFetch {
     fn open_world(&self) -> bool {
         true
     }
+    fn binding(&self) -> String {
+        "web-test:1".into()
+    }
+    fn covers(&self) -> String {
+        "web_fetch of the test web server".into()
+    }
     fn call(
         &self,
         arguments: serde_json::Value,
@@ -1021,8 +1027,12 @@ async fn every_injection_of_the_corpus_that_enters_through_a_tool_makes_a_grante
     s.hearth
         .grants()
         .add(
-            "create_file",
-            &hearth_core::tools::Origin::BuiltIn,
+            &hearth_core::tools::grants::Target {
+                tool: "create_file".into(),
+                origin: hearth_core::tools::Origin::BuiltIn,
+                binding: String::new(),
+                covers: "create_file".into(),
+            },
             hearth_core::tools::Risk::Write,
             hearth_core::tools::grants::Scope::Always,
             None,

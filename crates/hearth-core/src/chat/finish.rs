@@ -150,6 +150,7 @@ pub(super) fn finish(
     Ok(TurnOutcome {
         tool_calls,
         tools_left_out,
+        tools_unavailable: Vec::new(),
         stop_reason,
         learn_job,
         sources,

@@ -130,6 +130,9 @@ pub struct TurnOutcome {
     pub tool_calls: Vec<crate::tools::CallRecord>,
     /// Tools the model's window had no room for (the tools zone; the context inspector).
     pub tools_left_out: Vec<String>,
+    /// MCP servers left out of this turn (they did not start or list their tools in
+    /// time), with why: the turn went on without their tools.
+    pub tools_unavailable: Vec<crate::tools::mcp::manager::Unavailable>,
     pub stop_reason: StopReason,
 }
 
@@ -200,6 +203,21 @@ async fn run_stages(
     };
     let rows = stream::begin(ctx, &turn, prompt.user())?;
     tools.set_turn(&turn.text, ctx.sources.retrieval.clone());
+    // Untrusted text an earlier turn read is still in the prompt: this run is escalated
+    // from its start (issue 31).
+    if let Some(id) = &turn.conversation {
+        let (store, id, before) = (
+            ctx.store.clone(),
+            id.clone(),
+            turn.redo.as_ref().map(|(user, _)| *user),
+        );
+        let earlier = tokio::task::spawn_blocking(move || {
+            crate::tools::history::untrusted_in(&store, &id, before)
+        })
+        .await
+        .map_err(|e| crate::Error::InvalidInput(e.to_string()))??;
+        tools.set_untrusted_history(earlier);
+    }
     let streamed =
         stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_event).await?;
     tracing::info!(state = "evaluating");

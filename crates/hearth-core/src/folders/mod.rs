@@ -17,6 +17,7 @@ pub mod cite;
 pub mod extract;
 pub mod index;
 pub mod lexical;
+pub mod rule;
 pub mod search;
 pub mod vector_index;
 pub mod vectors;

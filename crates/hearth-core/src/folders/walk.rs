@@ -154,12 +154,16 @@ pub fn walk(root: &Path, max_bytes: u64) -> Vec<Entry> {
         .parents(false)
         .follow_links(false)
         .add_custom_ignore_filename(".hearthignore")
+        // The rule the file tools apply too (`rule`): hidden names, dependency and build
+        // folders, the platform's secret places, the Windows hidden/system attribute.
         .filter_entry(|e| {
+            if e.depth() == 0 {
+                return true;
+            }
             let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && e.file_name()
-                    .to_str()
-                    .is_some_and(|n| DEFAULT_IGNORED_DIRS.contains(&n)))
+            let parent = e.path().parent().unwrap_or(e.path());
+            super::rule::excluded_name(&e.file_name().to_string_lossy(), is_dir, parent).is_none()
+                && !super::rule::hidden_by_attribute(e.path())
         })
         .build();
     for item in walker {

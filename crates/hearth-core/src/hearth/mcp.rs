@@ -37,10 +37,18 @@ pub struct McpToolInfo {
     pub tool: String,
     pub server: String,
     pub description: String,
+    /// Its effective tier: what the gate applies.
     pub risk: Risk,
-    /// `annotation`, `default` or `user`.
+    /// Why: `user` (a tier the user set), `labels_accepted` (the user took the server's
+    /// claim) or `unconfirmed` (neither: destructive, whatever the server claims).
     pub risk_source: &'static str,
+    /// Whether the gate treats it as reaching beyond the computer.
     pub open_world: bool,
+    /// What the server claims (its annotations): a claim, never a permission.
+    pub claim: Risk,
+    pub claim_open_world: bool,
+    /// The user accepted the server's labels for this definition.
+    pub labels_accepted: bool,
     pub state: ToolState,
 }
 
@@ -89,6 +97,7 @@ pub struct McpService {
 
 fn info_of(row: &ToolRow, server_approved: bool) -> McpToolInfo {
     let (risk, risk_source) = row.risk();
+    let (claim, claim_open_world) = row.claim();
     McpToolInfo {
         name: row.exposed.clone(),
         tool: row.definition.name.clone(),
@@ -96,7 +105,10 @@ fn info_of(row: &ToolRow, server_approved: bool) -> McpToolInfo {
         description: row.definition.description.clone(),
         risk,
         risk_source,
-        open_world: row.definition.open_world(),
+        open_world: row.open_world(),
+        claim,
+        claim_open_world,
+        labels_accepted: row.labels_accepted,
         state: row.state(server_approved),
     }
 }
@@ -356,10 +368,12 @@ impl McpService {
         Ok(self.report(name)?.tools)
     }
 
-    /// Approves the server's tools as listed now (or one of them), pinning their
-    /// definitions. Returns how many were approved.
-    pub fn approve(&self, name: &str, tool: Option<&str>) -> Result<usize> {
-        self.registry().approve(name, tool)
+    /// Approves the server's tools as listed now (or those `tools` name), pinning their
+    /// definitions. With `accept_labels` the user takes the server's annotations as those
+    /// tools' tiers; without, each is `destructive` (asks every time, never granted)
+    /// until the user accepts its labels or sets its tier. Returns how many were approved.
+    pub fn approve(&self, name: &str, tools: &[String], accept_labels: bool) -> Result<usize> {
+        self.registry().approve(name, tools, accept_labels)
     }
 
     /// What changed since the user approved: every tool that is not enabled, with a diff.
@@ -461,7 +475,10 @@ impl McpService {
     /// The tools a chat offers from MCP servers now (starting enabled servers).
     pub(super) async fn offered(
         &self,
-    ) -> Vec<std::sync::Arc<dyn crate::tools::external::ExternalTool>> {
+    ) -> (
+        Vec<std::sync::Arc<dyn crate::tools::external::ExternalTool>>,
+        Vec<crate::tools::mcp::manager::Unavailable>,
+    ) {
         self.hearth
             .inner
             .mcp

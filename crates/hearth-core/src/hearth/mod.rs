@@ -314,13 +314,22 @@ impl Hearth {
             cancel,
         };
         let mut options = options;
+        let mut unavailable = Vec::new();
         if options.tools.enabled {
             // The approved tools of enabled MCP servers join the built-ins, through the
-            // same gate.
-            let offered = self.mcp().offered().await;
-            options.tools.external.extend(offered);
+            // same gate. Starting and listing them is bounded in time and pages, and the
+            // user's stop ends the wait (the turn then stops before the model is called).
+            let mcp = self.mcp();
+            tokio::select! {
+                (offered, down) = mcp.offered() => {
+                    options.tools.external.extend(offered);
+                    unavailable = down;
+                }
+                () = cancel.cancelled() => {}
+            }
         }
-        let outcome = crate::chat::run_turn(&ctx, options, on_event).await?;
+        let mut outcome = crate::chat::run_turn(&ctx, options, on_event).await?;
+        outcome.tools_unavailable = unavailable;
         if outcome.learn_job.is_some() {
             // Answer, then learn: the app's memory worker takes the job now; the CLI runs
             // it itself (see `JobRunner::run_job`).

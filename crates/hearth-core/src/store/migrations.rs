@@ -139,6 +139,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "MCP servers and their pinned tools",
         sql: include_str!("migrations/0024_mcp.sql"),
     },
+    Migration {
+        version: 25,
+        name: "consent: untrusted calls, confirmed MCP labels, bound grants",
+        sql: include_str!("migrations/0025_consent.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

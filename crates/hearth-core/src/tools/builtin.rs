@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use super::Risk;
 use super::paths::{Access, Resolved, resolve};
 use crate::folders::Folder;
-use crate::folders::walk::DEFAULT_IGNORED_DIRS;
 
 /// The most a `read_file` returns to the model.
 const READ_MAX_BYTES: usize = 200 * 1024;
@@ -477,6 +476,28 @@ impl BuiltIn {
 }
 
 impl Action {
+    /// Why a path the action touches is one Hearth does not read on its own (hidden,
+    /// ignored, a secret place: `folders::rule`), if one is: then the call asks.
+    pub fn excluded(&self) -> Option<String> {
+        let of = |r: &Resolved| {
+            r.excluded
+                .as_ref()
+                .map(|why| format!("{}: {why}", r.path.display()))
+        };
+        match self {
+            Action::List(r)
+            | Action::Read(r)
+            | Action::Create(r, _)
+            | Action::Delete(r, _)
+            | Action::DeletePermanently(r, _) => of(r),
+            Action::Change(c) => of(&c.target),
+            Action::Move(a, b) => of(a).or_else(|| of(b)),
+            Action::CurrentTime | Action::Search(..) | Action::Remember(_) | Action::Forget(_) => {
+                None
+            }
+        }
+    }
+
     /// What the user is shown before approving.
     pub fn preview(&self) -> Option<String> {
         match self {
@@ -572,7 +593,7 @@ impl Action {
                     transient: false,
                 }
             }
-            Action::List(r) => match list(&r.path) {
+            Action::List(r) => match list(&r.folder, &r.path) {
                 Ok(text) => Output {
                     text,
                     ok: true,
@@ -726,12 +747,13 @@ impl Action {
 }
 
 /// A folder's entries, one per line: kind, size, name (hidden and ignored ones left out).
-fn list(dir: &std::path::Path) -> std::io::Result<String> {
+fn list(root: &std::path::Path, dir: &std::path::Path) -> std::io::Result<String> {
     let mut rows = Vec::new();
     for e in std::fs::read_dir(dir)? {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || DEFAULT_IGNORED_DIRS.contains(&name.as_str()) {
+        // What the indexer does not read is not listed either (`folders::rule`).
+        if crate::folders::rule::excluded(root, &e.path()).is_some() {
             continue;
         }
         let Ok(meta) = e.path().symlink_metadata() else {

@@ -34,6 +34,11 @@ pub trait ExternalTool: Send + Sync {
     /// It can send data off this computer (MCP `openWorldHint` not false): after untrusted
     /// text entered the turn, even a read of this kind asks.
     fn open_world(&self) -> bool;
+    /// What a grant of it names beyond its name: for an MCP tool, its server's identity
+    /// and its pinned definition's hash (a grant ends when either changes).
+    fn binding(&self) -> String;
+    /// What a grant of it covers, in words (`hearth grants list`).
+    fn covers(&self) -> String;
     /// Runs with arguments that passed [`check_arguments`] and the gate. The future is
     /// dropped when the user stops the turn or the call's time is up: an implementation
     /// that owns a child process kills it on drop.

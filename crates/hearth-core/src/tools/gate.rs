@@ -176,26 +176,10 @@ impl ToolSettings {
 
 /// `text` safe to show in a terminal or a dialog: control characters (but newline and
 /// tab), ANSI escape sequences, bidirectional overrides and zero-width characters are shown
-/// as `\u{…}` escapes, so an argument cannot hide or reorder what the user reads.
+/// as `\u{…}` escapes, so an argument cannot hide or reorder what the user reads
+/// ([`crate::display::escape`]).
 pub fn escape_for_display(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let hidden = (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c,
-                '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{FEFF}'
-                | '\u{061C}'
-                | '\u{00AD}');
-        if hidden {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::display::escape(text)
 }
 
 /// A question waiting for the user at a front end's consent surface.

@@ -66,8 +66,42 @@ pub fn calls_of_conversation(
                 observation: String::new(),
                 result: result.unwrap_or_default(),
                 memory: None,
+                untrusted: false,
             });
         }
         Ok(out)
     })
+}
+
+/// The first call of `conversation` whose output was untrusted text and that the prompt
+/// still carries (an answer before `before`, the message a redo answers again), described
+/// for the consent question; `None` when there is none. The answers such a call served
+/// stay in the history or the rolling summary, and with them what the text made the model
+/// say — so later turns escalate their writes too.
+pub fn untrusted_in(
+    store: &Store,
+    conversation: &str,
+    before: Option<i64>,
+) -> crate::Result<Option<String>> {
+    let conversation = conversation.to_owned();
+    let found: Option<(String, String)> = store.read_blocking(move |c| {
+        use rusqlite::OptionalExtension;
+        c.query_row(
+            "SELECT t.tool, t.arguments FROM tool_calls t JOIN messages m ON m.id = t.message_id
+             WHERE m.conversation_id = ?1 AND t.untrusted = 1 AND (?2 IS NULL OR m.id < ?2)
+             ORDER BY t.message_id, t.seq LIMIT 1",
+            rusqlite::params![conversation, before],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+    })?;
+    Ok(found.map(|(tool, args)| {
+        let path = serde_json::from_str::<serde_json::Value>(&args)
+            .ok()
+            .and_then(|v| v.get("path").and_then(|p| p.as_str().map(str::to_owned)));
+        match path {
+            Some(p) => format!("the output of {tool} on {p}, earlier in this conversation"),
+            None => format!("the output of {tool}, earlier in this conversation"),
+        }
+    }))
 }

@@ -173,6 +173,11 @@ pub struct CallRecord {
     /// The memory the call created or removed (its audit payload goes with it).
     #[serde(skip)]
     pub memory: Option<String>,
+    /// What it returned is untrusted text (a file's content, a listing, passages, an
+    /// external tool's output or description): while the conversation holds it, writes
+    /// of later turns are escalated too.
+    #[serde(skip)]
+    pub untrusted: bool,
 }
 
 impl CallRecord {

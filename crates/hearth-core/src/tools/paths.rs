@@ -5,15 +5,15 @@
 //! The rules: no `..` component at all (even one that would stay inside); an absolute path
 //! must be inside a watched folder; a relative one is taken relative to the watched folder
 //! it exists in (or, for a new file, whose folder holds its parent), and must be
-//! unambiguous; read tools refuse what the indexer ignores (hidden files and folders,
-//! dependency and build folders), so watching `~` does not expose `~/.ssh`. The resolution
+//! unambiguous; what the indexer does not read (`folders::rule`: hidden, ignored, a
+//! secret place) is marked `excluded`, and the gate asks before any tool touches it, so
+//! watching `~` does not silently expose `~/.ssh`. The resolution
 //! is done again immediately before a call runs (`Resolved::still_valid`), so a parent
 //! swapped for a symlink after the user approved is refused.
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::folders::Folder;
-use crate::folders::walk::DEFAULT_IGNORED_DIRS;
 
 /// What a tool does with the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,9 @@ pub struct Resolved {
     pub folder: PathBuf,
     given: String,
     access: Access,
+    /// Why Hearth does not read it on its own (hidden, ignored, a secret place): the call
+    /// then asks, whatever its tier, grants or `--allow-writes`.
+    pub excluded: Option<String>,
 }
 
 impl Resolved {
@@ -149,26 +152,15 @@ pub fn resolve(given: &str, folders: &[Folder], access: Access) -> Result<Resolv
             folder.path, folder.path
         ));
     }
-    if let Ok(rel) = path.strip_prefix(&root)
-        && let Some(bad) = rel.components().find_map(|c| match c {
-            Component::Normal(n) => {
-                let n = n.to_string_lossy();
-                (n.starts_with('.') || DEFAULT_IGNORED_DIRS.contains(&n.as_ref()))
-                    .then(|| n.into_owned())
-            }
-            _ => None,
-        })
-    {
-        return Err(format!(
-            "{given} is inside `{bad}`, which Hearth does not index (hidden, or a dependency \
-             or build folder); tools do not reach it"
-        ));
-    }
+    // The one rule of what Hearth reads in a folder (`folders::rule`): an excluded entry
+    // is not refused here — the gate asks the user, saying why (never a silent read).
+    let excluded = crate::folders::rule::excluded(&root, &path);
     Ok(Resolved {
         path,
         folder: root,
         given: given.to_owned(),
         access,
+        excluded,
     })
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::builtin::{ALL, Action, BuiltIn, Env, Output};
 use super::external::ExternalTool;
 use super::gate::{Answer, ConsentRequest, ToolSettings, escape_for_display};
-use super::grants::{Grants, Scope};
+use super::grants::{Grants, Scope, Target};
 use super::select;
 use super::{
     CallRecord, DecidedBy, Decision, MAX_OBSERVATION_BYTES, Origin, ResultStatus, Risk, ToolInfo,
@@ -72,6 +72,24 @@ impl Callable {
             Callable::External(x) => x.open_world(),
         }
     }
+
+    /// What a grant of it names (see [`super::grants`]).
+    fn grant_target(&self) -> Target {
+        match self {
+            Callable::BuiltIn(b) => Target {
+                tool: b.name().into(),
+                origin: Origin::BuiltIn,
+                binding: String::new(),
+                covers: b.name().into(),
+            },
+            Callable::External(x) => Target {
+                tool: x.name().into(),
+                origin: x.origin(),
+                binding: x.binding(),
+                covers: x.covers(),
+            },
+        }
+    }
 }
 
 /// Every built-in tool, as front ends list them.
@@ -99,8 +117,8 @@ pub struct ToolRun {
     /// Passages of watched folders in the prompt (their words, lowercased).
     passages: Vec<Vec<String>>,
     /// Tools the user allowed for the rest of the run (a temporary chat's grants live
-    /// here only).
-    granted: HashSet<String>,
+    /// here only), as (name, binding).
+    granted: HashSet<(String, String)>,
     /// The conversation (`None`: a temporary chat, of which nothing is stored).
     conversation: Option<String>,
     grants: Grants,
@@ -194,6 +212,15 @@ impl ToolRun {
 
     pub fn settings(&self) -> &ToolSettings {
         &self.settings
+    }
+
+    /// Untrusted text an earlier turn brought into the conversation and that is still in
+    /// the prompt (its history or summary): the run starts escalated, as if it had come in
+    /// this turn (issue 31: untrusted content lasts as long as the prompt holds it).
+    pub fn set_untrusted_history(&mut self, what: Option<String>) {
+        if self.untrusted.is_none() {
+            self.untrusted = what;
+        }
     }
 
     /// The passages the engine put into the prompt (for the quoting rule).
@@ -334,6 +361,7 @@ impl ToolRun {
                 }))
                 .unwrap_or_default();
                 let external = self.settings.external.iter().any(|x| x.name() == name);
+                record.untrusted = external;
                 if external && self.untrusted.is_none() {
                     self.untrusted = Some(format!("the description of {name}"));
                 }
@@ -547,7 +575,34 @@ impl ToolRun {
             None
         };
         record.escalated = escalated_by.is_some();
+        // A path Hearth does not read on its own (hidden, ignored, a secret place): the
+        // user decides, every time, whatever the tier, grants or `--allow-writes`.
+        let excluded = action.as_ref().and_then(Action::excluded);
         let decided: Result<DecidedBy, (DecidedBy, Option<String>)> = match risk {
+            _ if excluded.is_some() => {
+                let request = ConsentRequest {
+                    call_id: call.id.clone(),
+                    tool: name.clone(),
+                    origin: tool.origin(),
+                    risk,
+                    arguments: escape_for_display(
+                        &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
+                    ),
+                    preview: action
+                        .as_ref()
+                        .and_then(Action::preview)
+                        .map(|p| escape_for_display(&p)),
+                    reason: format!(
+                        "{}; Hearth does not read or change it unless you allow this call",
+                        excluded.clone().unwrap_or_default()
+                    ),
+                    escalated_by: escalated_by.clone(),
+                    offers_always: false,
+                    offers_conversation: false,
+                };
+                self.ask(&request, Risk::Destructive, &tool.grant_target())
+                    .await
+            }
             // A read runs, unless it can send data out after untrusted text came in.
             Risk::Read if escalated_by.is_none() => Ok(DecidedBy::Auto),
             Risk::Write if escalated_by.is_none() && asked_to_remember => Ok(DecidedBy::Auto),
@@ -555,7 +610,7 @@ impl ToolRun {
                 Ok(DecidedBy::AllowWrites)
             }
             Risk::Write
-                if escalated_by.is_none() && self.is_granted(&name, &tool.origin()).await =>
+                if escalated_by.is_none() && self.is_granted(&tool.grant_target()).await =>
             {
                 Ok(DecidedBy::Grant)
             }
@@ -593,7 +648,7 @@ impl ToolRun {
                     offers_always: risk == Risk::Write && self.conversation.is_some(),
                     offers_conversation: risk == Risk::Write,
                 };
-                self.ask(&request, risk).await
+                self.ask(&request, risk, &tool.grant_target()).await
             }
         };
         let by = match decided {
@@ -660,7 +715,10 @@ impl ToolRun {
                 offers_always: false,
                 offers_conversation: false,
             };
-            match self.ask(&request, Risk::Destructive).await {
+            match self
+                .ask(&request, Risk::Destructive, &tool.grant_target())
+                .await
+            {
                 Ok(by) => {
                     record.decided_by = by;
                     let folders = folders.clone();
@@ -704,6 +762,7 @@ impl ToolRun {
         // The user keeps the whole output, as the tool gave it (the model gets it cut past
         // the size limit, and untrusted text inside `<data>`).
         record.result = output.text.clone();
+        record.untrusted = output.untrusted;
         record.observation = if output.untrusted {
             if self.untrusted.is_none() {
                 let what = arguments
@@ -726,11 +785,13 @@ impl ToolRun {
         record
     }
 
-    /// Asks the user; a grant answer is kept for the rest of the run.
+    /// Asks the user; a grant answer is kept for the rest of the run (and stored, bound to
+    /// `target`, in a saved conversation).
     async fn ask(
         &mut self,
         request: &ConsentRequest,
         risk: Risk,
+        target: &Target,
     ) -> Result<DecidedBy, (DecidedBy, Option<String>)> {
         let Some(surface) = self.settings.consent.clone() else {
             return Err((DecidedBy::PolicyNoTty, None));
@@ -746,21 +807,21 @@ impl ToolRun {
             Answer::AllowOnce => Ok(DecidedBy::User),
             Answer::AllowConversation | Answer::AllowAlways => {
                 if risk != Risk::Destructive {
-                    self.granted.insert(request.tool.clone());
+                    self.granted
+                        .insert((target.tool.clone(), target.binding.clone()));
                     let scope = match answer {
                         Answer::AllowAlways => Scope::Always,
                         _ => Scope::Conversation,
                     };
                     // A temporary chat's grant stays in the run; a saved one is stored.
                     if self.conversation.is_some() {
-                        let (grants, tool, origin, conversation) = (
+                        let (grants, target, conversation) = (
                             self.grants.clone(),
-                            request.tool.clone(),
-                            request.origin.clone(),
+                            target.clone(),
                             self.conversation.clone(),
                         );
                         let stored = tokio::task::spawn_blocking(move || {
-                            grants.add(&tool, &origin, risk, scope, conversation.as_deref())
+                            grants.add(&target, risk, scope, conversation.as_deref())
                         })
                         .await;
                         if !matches!(stored, Ok(Ok(()))) {
@@ -775,23 +836,32 @@ impl ToolRun {
         }
     }
 
-    /// Whether the user granted `tool` (of `origin`) in this run, this conversation, or
-    /// always.
-    async fn is_granted(&self, tool: &str, origin: &Origin) -> bool {
-        if self.granted.contains(tool) {
+    /// Whether the user granted `target` (its name, origin and binding) in this run, this
+    /// conversation, or always.
+    async fn is_granted(&self, target: &Target) -> bool {
+        if self
+            .granted
+            .contains(&(target.tool.clone(), target.binding.clone()))
+        {
             return true;
         }
-        let (grants, tool, origin, conversation) = (
+        let (grants, target, conversation) = (
             self.grants.clone(),
-            tool.to_owned(),
-            origin.clone(),
+            target.clone(),
             self.conversation.clone(),
         );
-        tokio::task::spawn_blocking(move || grants.covers(&tool, &origin, conversation.as_deref()))
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or(false)
+        tokio::task::spawn_blocking(move || {
+            grants.covers(
+                &target.tool,
+                &target.origin,
+                &target.binding,
+                conversation.as_deref(),
+            )
+        })
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or(false)
     }
 
     /// Stores `record` as call `seq` of answer `message_id` (none in a temporary chat)
@@ -874,6 +944,7 @@ fn first_record(call: &ToolCall, tool: Option<&Callable>) -> CallRecord {
         observation: String::new(),
         result: String::new(),
         memory: None,
+        untrusted: false,
     }
 }
 
@@ -1064,8 +1135,8 @@ fn save(
         };
         tx.execute(
             "INSERT INTO tool_calls (message_id, call_id, seq, tool, origin, risk, arguments,
-                decision, decided_by, escalated, result_status, result, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                decision, decided_by, escalated, result_status, result, created_at, untrusted)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             rusqlite::params![
                 message_id,
                 r.id,
@@ -1080,6 +1151,7 @@ fn save(
                 enum_text(&r.result_status),
                 r.shown_result(),
                 crate::time::now_millis(),
+                r.untrusted,
             ],
         )?;
         tx.commit()

@@ -30,6 +30,43 @@ pub const LOG_LINES: usize = 200;
 const LOG_LINE_BYTES: usize = 2000;
 /// Tools read from one server at most.
 const MAX_TOOLS: usize = 500;
+/// One `tools/list` request may take this long (`HEARTH_MCP_REQUEST_TIMEOUT_MS`).
+pub const LIST_REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// A whole listing, every page, may take this long (`HEARTH_MCP_LIST_TIMEOUT_MS`).
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Pages of `tools/list` read at most (`HEARTH_MCP_MAX_PAGES`): a server that keeps
+/// answering with a fresh cursor is a runaway, not a big catalogue.
+pub const MAX_PAGES: usize = 50;
+
+/// The listing's limits: the defaults, or the environment's (tests hit the page cap, not
+/// a timer).
+#[derive(Debug, Clone, Copy)]
+pub struct ListLimits {
+    pub request: Duration,
+    pub total: Duration,
+    pub pages: usize,
+}
+
+impl ListLimits {
+    pub fn from_env() -> Self {
+        let ms = |name: &str, default: Duration| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|n| *n > 0)
+                .map_or(default, Duration::from_millis)
+        };
+        Self {
+            request: ms("HEARTH_MCP_REQUEST_TIMEOUT_MS", LIST_REQUEST_TIMEOUT),
+            total: ms("HEARTH_MCP_LIST_TIMEOUT_MS", LIST_TIMEOUT),
+            pages: std::env::var("HEARTH_MCP_MAX_PAGES")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(MAX_PAGES),
+        }
+    }
+}
 /// Characters of a tool's description kept.
 const MAX_DESCRIPTION: usize = 8 * 1024;
 /// Bytes of one call's result kept.
@@ -162,24 +199,47 @@ impl Connection {
         self.changed.swap(false, Ordering::SeqCst)
     }
 
-    /// Every tool the server lists (following pagination), as definitions.
-    pub async fn list_tools(&self) -> Result<Vec<Definition>, String> {
-        let mut out = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self
-                .peer
-                .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+    /// Every tool the server lists (following pagination), as definitions — within
+    /// `limits`: each request and the whole listing have a time limit, and a server that
+    /// sends more than `limits.pages` pages is refused (a runaway: it would never end).
+    pub async fn list_tools(&self, limits: ListLimits) -> Result<Vec<Definition>, String> {
+        let listing = async {
+            let mut out = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..limits.pages {
+                let page = tokio::time::timeout(
+                    limits.request,
+                    self.peer
+                        .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))),
+                )
                 .await
+                .map_err(|_| {
+                    format!(
+                        "tools/list did not answer within {} s",
+                        limits.request.as_secs_f32()
+                    )
+                })?
                 .map_err(|e| format!("tools/list failed: {e}"))?;
-            out.extend(page.tools.iter().map(definition_of));
-            cursor = page.next_cursor;
-            if cursor.is_none() || out.len() >= MAX_TOOLS {
-                break;
+                out.extend(page.tools.iter().map(definition_of));
+                cursor = page.next_cursor;
+                if cursor.is_none() || out.len() >= MAX_TOOLS {
+                    out.truncate(MAX_TOOLS);
+                    return Ok(out);
+                }
             }
-        }
-        out.truncate(MAX_TOOLS);
-        Ok(out)
+            Err(format!(
+                "tools/list sent more than {} pages without ending; Hearth stopped reading it",
+                limits.pages
+            ))
+        };
+        tokio::time::timeout(limits.total, listing)
+            .await
+            .map_err(|_| {
+                format!(
+                    "listing its tools took longer than {} s",
+                    limits.total.as_secs_f32()
+                )
+            })?
     }
 
     /// Calls a tool. Dropping the future (the user's stop, the call's time limit) sends

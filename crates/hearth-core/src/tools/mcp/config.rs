@@ -195,3 +195,38 @@ mod tests {
         assert!(check_name("a b").is_err());
     }
 }
+
+/// `url` as it may be shown or logged: no user name or password, and every query value
+/// replaced by `redacted` (tokens ride there). An unparsable URL is not shown at all.
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        return "(an invalid URL)".into();
+    };
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    if u.query().is_some() {
+        let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let mut q = u.query_pairs_mut();
+        q.clear();
+        for k in keys {
+            q.append_pair(&k, "redacted");
+        }
+    }
+    u.to_string()
+}
+
+#[cfg(test)]
+mod redact_tests {
+    #[test]
+    fn urls_lose_credentials_and_query_values() {
+        assert_eq!(
+            super::redact_url("https://bob:pw@mcp.example.com/mcp?token=s3cret&x=1"),
+            "https://mcp.example.com/mcp?token=redacted&x=redacted"
+        );
+        assert_eq!(
+            super::redact_url("http://127.0.0.1:8080/mcp"),
+            "http://127.0.0.1:8080/mcp"
+        );
+        assert_eq!(super::redact_url("not a url"), "(an invalid URL)");
+    }
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::ToolState;
-use super::client::{Connection, Logs, StartError};
+use super::client::{Connection, ListLimits, Logs, StartError};
 use super::registry::{Registry, ServerRow, ToolRow};
 use crate::tools::external::{ExternalOutput, ExternalTool};
 use crate::tools::{Origin, Risk};
@@ -29,11 +29,20 @@ struct Slot {
     not_before: Option<Instant>,
 }
 
-/// Running servers, by name.
+/// Running servers, by name. Each server has a lock of its own: starting or listing one
+/// (each bounded in time, see [`ListLimits`]) never holds up another, and the map's own
+/// lock is never held across a server's await.
 #[derive(Default)]
 pub struct Manager {
-    slots: tokio::sync::Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
     logs: Mutex<HashMap<String, Logs>>,
+}
+
+/// A server that could not be used for a turn, and why (the user is told).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unavailable {
+    pub server: String,
+    pub reason: String,
 }
 
 impl Manager {
@@ -53,21 +62,43 @@ impl Manager {
             .unwrap_or_default()
     }
 
+    /// The lock of `server`'s slot (the map's lock is held only to find it).
+    fn slot(&self, server: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+        match self.slots.lock() {
+            Ok(mut m) => m.entry(server.to_owned()).or_default().clone(),
+            // A poisoned map (a panic elsewhere): a fresh slot, never a panic here.
+            Err(_) => Arc::default(),
+        }
+    }
+
     /// The server's live connection, started (or restarted after it died) as needed;
-    /// its tool list recorded after a start or a `list_changed`.
+    /// its tool list recorded after a start or a `list_changed`. A server whose listing
+    /// fails (an error, a time limit, the page cap) is stopped and marked `error`.
     pub async fn connect(
         &self,
         registry: &Registry,
         server: &ServerRow,
         builtins: &[String],
     ) -> Result<Arc<Connection>, StartError> {
-        let mut slots = self.slots.lock().await;
-        let slot = slots.entry(server.name.clone()).or_default();
+        let slot = self.slot(&server.name);
+        let mut slot = slot.lock().await;
         if let Some(c) = &slot.conn {
             if !c.is_closed() {
                 let c = c.clone();
-                if c.take_list_changed() {
-                    self.relist(registry, &server.name, &c, builtins).await;
+                if c.take_list_changed()
+                    && let Err(e) = self
+                        .list_and_record(registry, &server.name, &c, builtins)
+                        .await
+                {
+                    tracing::warn!(server = %server.name, error = %e, "could not list an MCP server's tools again");
+                    slot.conn = None;
+                    drop(slot);
+                    c.close(Duration::from_secs(5)).await;
+                    let _ = registry.set_state(&server.name, "error", Some(&e));
+                    return Err(StartError {
+                        detail: e,
+                        stderr: c.logs.tail(20),
+                    });
                 }
                 return Ok(c);
             }
@@ -87,32 +118,38 @@ impl Manager {
             detail: e.to_string(),
             stderr: vec![],
         })?;
+        let failed = |slot: &mut Slot| {
+            slot.failures += 1;
+            let wait = FIRST_BACKOFF
+                .saturating_mul(1 << slot.failures.min(8))
+                .min(MAX_BACKOFF);
+            slot.not_before = Some(Instant::now() + wait);
+        };
         match Connection::start(&server.transport, &secrets, slot.logs.clone()).await {
             Ok(c) => {
                 let c = Arc::new(c);
-                slot.failures = 0;
-                slot.not_before = None;
-                slot.conn = Some(c.clone());
                 c.take_list_changed();
                 if let Err(e) = self
                     .list_and_record(registry, &server.name, &c, builtins)
                     .await
                 {
+                    failed(&mut slot);
+                    drop(slot);
+                    c.close(Duration::from_secs(5)).await;
                     let _ = registry.set_state(&server.name, "error", Some(&e));
                     return Err(StartError {
                         detail: e,
                         stderr: c.logs.tail(20),
                     });
                 }
+                slot.failures = 0;
+                slot.not_before = None;
+                slot.conn = Some(c.clone());
                 let _ = registry.set_state(&server.name, "ready", None);
                 Ok(c)
             }
             Err(e) => {
-                slot.failures += 1;
-                let wait = FIRST_BACKOFF
-                    .saturating_mul(1 << slot.failures.min(8))
-                    .min(MAX_BACKOFF);
-                slot.not_before = Some(Instant::now() + wait);
+                failed(&mut slot);
                 let _ = registry.set_state(&server.name, "error", Some(&e.detail));
                 Err(e)
             }
@@ -126,16 +163,10 @@ impl Manager {
         conn: &Connection,
         builtins: &[String],
     ) -> Result<(), String> {
-        let defs = conn.list_tools().await?;
+        let defs = conn.list_tools(ListLimits::from_env()).await?;
         registry
             .record_tools(server, &defs, builtins)
             .map_err(|e| e.to_string())
-    }
-
-    async fn relist(&self, registry: &Registry, server: &str, c: &Connection, builtins: &[String]) {
-        if let Err(e) = self.list_and_record(registry, server, c, builtins).await {
-            tracing::warn!(server = %server, error = %e, "could not list an MCP server's tools again");
-        }
     }
 
     /// Starts the server if needed and lists its tools again (a server may add tools
@@ -147,56 +178,81 @@ impl Manager {
         builtins: &[String],
     ) -> Result<(), StartError> {
         let c = self.connect(registry, server, builtins).await?;
-        self.list_and_record(registry, &server.name, &c, builtins)
+        if let Err(detail) = self
+            .list_and_record(registry, &server.name, &c, builtins)
             .await
-            .map_err(|detail| StartError {
+        {
+            let _ = registry.set_state(&server.name, "error", Some(&detail));
+            self.stop(Some(&server.name)).await;
+            return Err(StartError {
                 detail,
                 stderr: c.logs.tail(20),
-            })
+            });
+        }
+        Ok(())
     }
 
     /// Stops one server (or every one) and forgets its connection.
     pub async fn stop(&self, server: Option<&str>) {
-        let conns: Vec<Arc<Connection>> = {
-            let mut slots = self.slots.lock().await;
-            let names: Vec<String> = slots
-                .keys()
-                .filter(|n| server.is_none_or(|s| s == n.as_str()))
-                .cloned()
-                .collect();
-            names
-                .into_iter()
-                .filter_map(|n| slots.remove(&n).and_then(|s| s.conn))
-                .collect()
+        let slots: Vec<Arc<tokio::sync::Mutex<Slot>>> = match self.slots.lock() {
+            Ok(mut m) => {
+                let names: Vec<String> = m
+                    .keys()
+                    .filter(|n| server.is_none_or(|s| s == n.as_str()))
+                    .cloned()
+                    .collect();
+                names.into_iter().filter_map(|n| m.remove(&n)).collect()
+            }
+            Err(_) => Vec::new(),
         };
-        for c in conns {
-            c.close(Duration::from_secs(5)).await;
+        for slot in slots {
+            // A slot busy starting its server past the time limit is left to end by
+            // itself: its connection is dropped with it.
+            let conn = match tokio::time::timeout(Duration::from_secs(5), slot.lock()).await {
+                Ok(mut s) => s.conn.take(),
+                Err(_) => None,
+            };
+            if let Some(c) = conn {
+                c.close(Duration::from_secs(5)).await;
+            }
         }
     }
 
     /// The tools a run offers: every approved, unchanged tool of each enabled server that
-    /// starts. A server that does not start is skipped (its state says why).
+    /// starts and lists its tools in time — the servers side by side, so the slowest
+    /// bounds the wait. A server that does not is left out of the turn, with why.
     pub async fn offered(
         self: &Arc<Self>,
         registry: &Registry,
         builtins: &[String],
-    ) -> Vec<Arc<dyn ExternalTool>> {
+    ) -> (Vec<Arc<dyn ExternalTool>>, Vec<Unavailable>) {
         let Ok(servers) = registry.list() else {
-            return vec![];
+            return (vec![], vec![]);
         };
+        let servers: Vec<ServerRow> = servers
+            .into_iter()
+            .filter(|s| s.enabled && s.approved)
+            .collect();
+        let started = futures_util::future::join_all(
+            servers
+                .iter()
+                .map(|server| self.connect(registry, server, builtins)),
+        )
+        .await;
         let mut out: Vec<Arc<dyn ExternalTool>> = Vec::new();
-        for server in servers.iter().filter(|s| s.enabled && s.approved) {
-            let conn = match self.connect(registry, server, builtins).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(server = %server.name, error = %e.detail, "MCP server is not available");
-                    continue;
-                }
-            };
+        let mut unavailable = Vec::new();
+        for (server, conn) in servers.iter().zip(started) {
+            if let Err(e) = conn {
+                tracing::warn!(server = %server.name, "MCP server is not available");
+                unavailable.push(Unavailable {
+                    server: server.name.clone(),
+                    reason: e.detail,
+                });
+                continue;
+            }
             let Ok(tools) = registry.tools(&server.name) else {
                 continue;
             };
-            drop(conn);
             for row in tools
                 .into_iter()
                 .filter(|t| t.state(server.approved) == ToolState::Enabled)
@@ -212,7 +268,7 @@ impl Manager {
                 )));
             }
         }
-        out
+        (out, unavailable)
     }
 }
 
@@ -273,13 +329,44 @@ impl ExternalTool for McpTool {
     }
 
     fn open_world(&self) -> bool {
-        self.row.definition.open_world()
+        self.row.open_world()
+    }
+
+    fn binding(&self) -> String {
+        super::registry::grant_binding(&self.caller.server, &self.row)
+    }
+
+    fn covers(&self) -> String {
+        super::registry::grant_covers(&self.caller.server, &self.row)
     }
 
     fn call(&self, arguments: Value) -> Pin<Box<dyn Future<Output = ExternalOutput> + Send>> {
         let caller = self.caller.clone();
         let (name, hash) = (self.row.definition.name.clone(), self.row.hash.clone());
         Box::pin(async move {
+            // A server the user turned off (or removed, or replaced by another program under
+            // the same name) since the turn began is not called, nor started again.
+            let same = caller
+                .registry
+                .get(&caller.server.name)
+                .ok()
+                .flatten()
+                .is_some_and(|now| {
+                    now.enabled
+                        && now.approved
+                        && super::registry::server_identity(&now.transport)
+                            == super::registry::server_identity(&caller.server.transport)
+                });
+            if !same {
+                return ExternalOutput {
+                    text: format!(
+                        "the MCP server {} was turned off or changed since this turn began;                          its tools cannot be called",
+                        caller.server.name
+                    ),
+                    ok: false,
+                    transient: false,
+                };
+            }
             let conn = match caller
                 .manager
                 .connect(&caller.registry, &caller.server, &caller.builtins)

@@ -44,7 +44,12 @@ pub struct ToolRow {
     pub hash: String,
     pub approved: Option<Definition>,
     pub approved_hash: Option<String>,
+    /// The user's own tier for it, made on the definition listed now (a tier set on an
+    /// earlier definition is dropped when it changes).
     pub risk_override: Option<Risk>,
+    /// The user took the server's labels (annotations) as this tool's tier, on the
+    /// definition listed now.
+    pub labels_accepted: bool,
     /// The server still lists it.
     pub present: bool,
 }
@@ -60,13 +65,66 @@ impl ToolRow {
         }
     }
 
-    /// Its risk and why: the user's override, else its annotations.
+    /// Its effective tier and why: the tier the user set (`user`), else its annotations
+    /// when the user accepted them as labels (`labels_accepted`), else `destructive`
+    /// (`unconfirmed`): an MCP server's annotations are claims, never permissions.
     pub fn risk(&self) -> (Risk, &'static str) {
-        match self.risk_override {
-            Some(r) => (r, "user"),
-            None => self.definition.annotated_risk(),
+        match (self.risk_override, self.labels_accepted) {
+            (Some(r), _) => (r, "user"),
+            (None, true) => (self.definition.annotated_risk().0, "labels_accepted"),
+            (None, false) => (Risk::Destructive, "unconfirmed"),
         }
     }
+
+    /// What the server claims for it: its annotations' tier, and whether they say it
+    /// reaches outside.
+    pub fn claim(&self) -> (Risk, bool) {
+        (
+            self.definition.annotated_risk().0,
+            self.definition.open_world(),
+        )
+    }
+
+    /// Whether it may reach beyond the computer: the claim when the user accepted the
+    /// labels, else yes.
+    pub fn open_world(&self) -> bool {
+        !self.labels_accepted || self.definition.open_world()
+    }
+}
+
+/// What identifies a server's program: the command and its arguments, or the URL — a
+/// different program under the same name is a different server. SHA-256 over canonical
+/// JSON, hex.
+pub fn server_identity(transport: &Transport) -> String {
+    use sha2::{Digest, Sha256};
+    let v = match transport {
+        Transport::Stdio { command, args } => serde_json::json!({
+            "command": command.to_string_lossy(), "args": args,
+        }),
+        Transport::Http { url } => serde_json::json!({ "url": url }),
+    };
+    hex::encode(Sha256::digest(super::canonical_json(&v).as_bytes()))
+}
+
+/// What a grant of `tool` names: its server's identity and its definition's hash.
+pub fn grant_binding(server: &ServerRow, tool: &ToolRow) -> String {
+    format!("{}:{}", server_identity(&server.transport), tool.hash)
+}
+
+/// What a grant of `tool` covers, in words (`hearth grants list`).
+pub fn grant_covers(server: &ServerRow, tool: &ToolRow) -> String {
+    let program = match &server.transport {
+        Transport::Stdio { command, args } => format!("{} {}", command.display(), args.join(" "))
+            .trim_end()
+            .to_owned(),
+        Transport::Http { url } => super::config::redact_url(url),
+    };
+    format!(
+        "{} of MCP server {} ({program}), definition {}",
+        tool.definition.name,
+        server.name,
+        tool.hash.get(..12).unwrap_or(&tool.hash)
+    )
 }
 
 /// The registry over one store.
@@ -217,8 +275,27 @@ impl Registry {
         }
         let n = name.to_owned();
         self.store.write_blocking(move |c| {
-            c.execute("DELETE FROM mcp_servers WHERE name = ?1", [n])
-                .map(|_| ())
+            let tx = c.transaction()?;
+            // Its grants end with it: a program added later under this name is another
+            // server, and no grant of this one covers it.
+            crate::tools::grants::revoke_origin_in(
+                &tx,
+                &crate::tools::Origin::Mcp(n.clone()).label(),
+                "server removed",
+            )?;
+            tx.execute("DELETE FROM mcp_servers WHERE name = ?1", [&n])?;
+            crate::audit::append(
+                &tx,
+                &crate::audit::NewEntry {
+                    kind: "mcp",
+                    summary: serde_json::json!({"op": "remove", "server": n}),
+                    payload: serde_json::Value::Null,
+                    keep_payload: false,
+                    conversation: None,
+                    memory: None,
+                },
+            )?;
+            tx.commit()
         })?;
         Ok(true)
     }
@@ -288,6 +365,8 @@ impl Registry {
                         )?;
                     }
                     None => {
+                        // A pure function of (server, tool): a re-added server's tools get
+                        // the names they had, whatever order it lists them in.
                         let exposed =
                             exposed_name(&server, &d.name, &|n: &str| taken.iter().any(|t| t == n));
                         tx.execute(
@@ -318,7 +397,8 @@ impl Registry {
         self.store.read_blocking(move |c| {
             let mut stmt = c.prepare(
                 "SELECT server, exposed, definition, hash, approved_definition, approved_hash,
-                        risk_override, present
+                        CASE WHEN risk_override_hash = hash THEN risk_override END,
+                        present, labels_accepted_hash IS NOT NULL AND labels_accepted_hash = hash
                  FROM mcp_tools WHERE present = 1 AND (?1 IS NULL OR server = ?1)
                  ORDER BY server, name",
             )?;
@@ -334,11 +414,13 @@ impl Registry {
                     r.get::<_, Option<String>>(5)?,
                     r.get::<_, Option<String>>(6)?,
                     r.get::<_, bool>(7)?,
+                    r.get::<_, bool>(8)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (server, exposed, def, hash, approved, approved_hash, risk, present) = row?;
+                let (server, exposed, def, hash, approved, approved_hash, risk, present, labels) =
+                    row?;
                 let Some(definition) = Definition::from_canonical(&def) else {
                     continue;
                 };
@@ -350,6 +432,7 @@ impl Registry {
                     approved: approved.as_deref().and_then(Definition::from_canonical),
                     approved_hash,
                     risk_override: risk_from(risk),
+                    labels_accepted: labels,
                     present,
                 });
             }
@@ -357,41 +440,97 @@ impl Registry {
         })
     }
 
-    /// Pins the definitions the server lists now — every tool's, or `tool`'s (its own
-    /// name or the exposed one) — and marks the server approved. Returns how many.
-    pub fn approve(&self, server: &str, tool: Option<&str>) -> Result<usize> {
+    /// Pins the definitions the server lists now — every tool's, or those `tools` name
+    /// (their own names or the exposed ones) — and marks the server approved. With
+    /// `accept_labels` the user also takes the server's annotations as those tools' tiers
+    /// (bound to these definitions). An audit entry says what was approved. Returns how
+    /// many tools.
+    pub fn approve(&self, server: &str, tools: &[String], accept_labels: bool) -> Result<usize> {
         self.require(server)?;
-        let (s, t) = (server.to_owned(), tool.map(str::to_owned));
-        let n = self.store.write_blocking(move |c| {
-            let tx = c.transaction()?;
-            let n = tx.execute(
-                "UPDATE mcp_tools SET approved_definition = definition, approved_hash = hash
-                 WHERE server = ?1 AND present = 1 AND (?2 IS NULL OR name = ?2 OR exposed = ?2)",
-                params![s, t],
-            )?;
-            tx.execute("UPDATE mcp_servers SET approved = 1 WHERE name = ?1", [&s])?;
-            tx.commit()?;
-            Ok(n)
-        })?;
-        if n == 0
-            && let Some(t) = tool
-        {
-            return Err(Error::NotFound(format!(
-                "{server:?} lists no tool named {t:?}"
-            )));
+        let present: Vec<ToolRow> = self.tools(server)?;
+        for t in tools {
+            if !present
+                .iter()
+                .any(|r| r.definition.name == *t || r.exposed == *t)
+            {
+                return Err(Error::NotFound(format!(
+                    "{server:?} lists no tool named {t:?}"
+                )));
+            }
         }
+        let chosen: Vec<(String, String)> = present
+            .iter()
+            .filter(|r| {
+                tools.is_empty()
+                    || tools
+                        .iter()
+                        .any(|t| r.definition.name == *t || r.exposed == *t)
+            })
+            .map(|r| (r.definition.name.clone(), r.hash.clone()))
+            .collect();
+        let s = server.to_owned();
+        let n = chosen.len();
+        self.store.write_blocking(move |c| {
+            let tx = c.transaction()?;
+            for (name, hash) in &chosen {
+                // Pinned only if the definition is still the one read above.
+                tx.execute(
+                    "UPDATE mcp_tools SET approved_definition = definition, approved_hash = hash,
+                       labels_accepted_hash = CASE WHEN ?4 THEN hash ELSE labels_accepted_hash END
+                     WHERE server = ?1 AND name = ?2 AND hash = ?3 AND present = 1",
+                    params![s, name, hash, accept_labels],
+                )?;
+            }
+            tx.execute("UPDATE mcp_servers SET approved = 1 WHERE name = ?1", [&s])?;
+            crate::audit::append(
+                &tx,
+                &crate::audit::NewEntry {
+                    kind: "mcp",
+                    summary: serde_json::json!({
+                        "op": "approve", "server": s, "tools": chosen.len(),
+                        "labels_accepted": accept_labels,
+                    }),
+                    payload: serde_json::json!({
+                        "tools": chosen.iter().map(|(n, h)| format!("{n}@{h}")).collect::<Vec<_>>(),
+                    }),
+                    keep_payload: true,
+                    conversation: None,
+                    memory: None,
+                },
+            )?;
+            tx.commit()
+        })?;
         Ok(n)
     }
 
     /// Sets (or clears, with `None`) the user's risk tier for an MCP tool by its exposed
-    /// name. False when no MCP tool has that name.
+    /// name, bound to its definition listed now (a changed definition drops it). An audit
+    /// entry says what was set. False when no MCP tool has that name.
     pub fn set_risk(&self, exposed: &str, risk: Option<Risk>) -> Result<bool> {
         let (e, r) = (exposed.to_owned(), risk.map(Risk::as_str));
         let n = self.store.write_blocking(move |c| {
-            c.execute(
-                "UPDATE mcp_tools SET risk_override = ?2 WHERE exposed = ?1",
+            let tx = c.transaction()?;
+            let n = tx.execute(
+                "UPDATE mcp_tools SET risk_override = ?2,
+                   risk_override_hash = CASE WHEN ?2 IS NULL THEN NULL ELSE hash END
+                 WHERE exposed = ?1",
                 params![e, r],
-            )
+            )?;
+            if n > 0 {
+                crate::audit::append(
+                    &tx,
+                    &crate::audit::NewEntry {
+                        kind: "mcp",
+                        summary: serde_json::json!({"op": "set_risk", "tool": e, "risk": r}),
+                        payload: serde_json::Value::Null,
+                        keep_payload: false,
+                        conversation: None,
+                        memory: None,
+                    },
+                )?;
+            }
+            tx.commit()?;
+            Ok(n)
         })?;
         Ok(n > 0)
     }
