@@ -2058,9 +2058,27 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
             .cloned()
             .unwrap_or_else(|| panic!("no row {name} in {rows:?}"))
     };
-    assert_eq!(row(&rows, "fs__read_text_file").1, "read", "{rows:?}");
-    assert_eq!(row(&rows, "fs__write_file").1, "destructive", "{rows:?}");
-    assert_eq!(row(&rows, "fs__create_directory").1, "write", "{rows:?}");
+    // Every tool is destructive until the user accepts the server's labels (issue 31); the
+    // claim is shown beside it.
+    for name in [
+        "fs__read_text_file",
+        "fs__write_file",
+        "fs__create_directory",
+    ] {
+        assert_eq!(row(&rows, name).1, "destructive", "{rows:?}");
+    }
+    let claims = client
+        .find_all(Locator::Css("[data-testid='mcp-claim']"))
+        .await
+        .expect("claims");
+    let mut claimed = Vec::new();
+    for c in claims {
+        claimed.push(c.text().await.unwrap_or_default());
+    }
+    assert!(
+        claimed.iter().any(|c| c.trim() == "Claims read-only"),
+        "{claimed:?}"
+    );
     assert!(
         rows.iter().all(|r| r.2 == "Needs your approval"),
         "{rows:?}"
@@ -2135,7 +2153,7 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
     };
     assert_eq!(
         state("fs__read_text_file"),
-        Some((json!("read"), json!("enabled"))),
+        Some((json!("destructive"), json!("enabled"))),
         "{tools}"
     );
     assert_eq!(

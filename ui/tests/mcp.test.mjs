@@ -60,14 +60,18 @@ describe('MCP servers on the Tools screen', () => {
     assert.deepEqual(add.args, ['/opt/mcp/filesystem/index.js', '/home/you/My Documents']);
     assert.deepEqual(add.env, [{ name: 'API_TOKEN', value: 'tok-secret-1' }]);
     assert.equal(add.url, null);
+    // The server's annotations are claims: every tool is destructive until the user decides.
     const risks = (await card.getByTestId('mcp-risk').allTextContents()).map((s) => s.trim());
-    assert.deepEqual(risks, ['read', 'write', 'destructive']);
+    assert.deepEqual(risks, ['destructive', 'destructive', 'destructive']);
+    const claims = (await card.getByTestId('mcp-claim').allTextContents()).map((s) => s.trim());
+    assert.deepEqual(claims, ['Claims read-only', 'Claims a reversible write', 'Claims destructive']);
+    assert.match(await card.textContent(), /labels not confirmed: asks every time/);
 
     await card.getByRole('button', { name: 'Approve all tools' }).click();
     await statesAre(page, 'files', ['On', 'On', 'On']);
     assert.deepEqual(await ipcCalls(page, 'approve_mcp_tools'), [{ name: 'files', tool: null }]);
     assert.equal(await card.getByRole('button', { name: /^Approve / }).count(), 0);
-    // The user lowers an unannotated tool's tier.
+    // The user sets a tool's tier.
     await card.getByLabel('Risk of files__write_file').selectOption('write');
     await page.waitForFunction(() => document.body.textContent.includes('set by you'));
     assert.deepEqual(await ipcCalls(page, 'set_tool_risk'), [{ tool: 'files__write_file', risk: 'write' }]);

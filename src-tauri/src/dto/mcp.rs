@@ -69,11 +69,18 @@ pub struct McpToolDto {
     pub tool: String,
     pub server: String,
     pub description: String,
-    /// `read`, `write` or `destructive`.
+    /// The tier the gate applies: `read`, `write` or `destructive`.
     pub risk: String,
-    /// `annotation`, `default` or `user`.
+    /// Why: `unconfirmed` (the server's labels not accepted: destructive), `labels_accepted`
+    /// or `user`.
     pub risk_source: String,
     pub open_world: bool,
+    /// What the server's annotations claim (`read`, `write` or `destructive`): a claim,
+    /// never a permission.
+    pub claim: String,
+    pub claim_open_world: bool,
+    /// The user accepted the server's labels for this definition.
+    pub labels_accepted: bool,
     /// `enabled`, `disabled_changed`, `disabled_new` or `needs_approval`.
     pub state: String,
 }
@@ -88,6 +95,9 @@ impl From<McpToolInfo> for McpToolDto {
             risk: t.risk.as_str().into(),
             risk_source: t.risk_source.into(),
             open_world: t.open_world,
+            claim: t.claim.as_str().into(),
+            claim_open_world: t.claim_open_world,
+            labels_accepted: t.labels_accepted,
             state: t.state.as_str().into(),
         }
     }

@@ -21,14 +21,19 @@ import { fail, sleep, type HandlersFor } from './types';
 
 type Server = McpServerDto & { tools: McpToolDto[]; reviews: Record<string, string> };
 
-const tool = (server: string, name: string, description: string, risk: string, source: string, state: string): McpToolDto => ({
+/** A tool whose annotations claim `claim`: destructive until the user sets a tier (`source`
+ * `user`), as the core's rule is (a server's annotations are claims, never permissions). */
+const tool = (server: string, name: string, description: string, claim: string, source: string, state: string): McpToolDto => ({
   name: `${server}__${name}`,
   tool: name,
   server,
   description,
-  risk,
-  risk_source: source,
-  open_world: false,
+  risk: source === 'user' ? claim : 'destructive',
+  risk_source: source === 'user' ? 'user' : 'unconfirmed',
+  open_world: true,
+  claim,
+  claim_open_world: false,
+  labels_accepted: false,
   state,
 });
 

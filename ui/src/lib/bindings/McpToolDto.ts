@@ -13,13 +13,23 @@ name: string,
  */
 tool: string, server: string, description: string, 
 /**
- * `read`, `write` or `destructive`.
+ * The tier the gate applies: `read`, `write` or `destructive`.
  */
 risk: string, 
 /**
- * `annotation`, `default` or `user`.
+ * Why: `unconfirmed` (the server's labels not accepted: destructive), `labels_accepted`
+ * or `user`.
  */
 risk_source: string, open_world: boolean, 
+/**
+ * What the server's annotations claim (`read`, `write` or `destructive`): a claim,
+ * never a permission.
+ */
+claim: string, claim_open_world: boolean, 
+/**
+ * The user accepted the server's labels for this definition.
+ */
+labels_accepted: boolean, 
 /**
  * `enabled`, `disabled_changed`, `disabled_new` or `needs_approval`.
  */
