@@ -191,7 +191,8 @@ pub async fn get_passage(
 
 /// Opens a passage's file with the OS's default app, or shows it in its folder. The path
 /// comes from the engine (by chunk id, checked to be a file still inside its watched
-/// folder), never from the window.
+/// folder), never from the window, and so does the choice: a launcher or executable is
+/// only ever shown in its folder (`FolderService::open_target`).
 #[tauri::command]
 pub async fn open_source_file<R: Runtime>(
     app: AppHandle<R>,
@@ -200,7 +201,7 @@ pub async fn open_source_file<R: Runtime>(
 ) -> Result<(), ErrorDto> {
     let OpenSourceArgs { chunk_id, reveal } = args.0;
     let folders = folders(&state)?;
-    let file = blocking(move || folders.file_of(chunk_id)).await?;
+    let (file, reveal) = blocking(move || folders.open_target(chunk_id, reveal)).await?;
     let opener = app.opener();
     let result = if reveal {
         opener.reveal_item_in_dir(&file)

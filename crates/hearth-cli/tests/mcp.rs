@@ -1455,3 +1455,48 @@ async fn an_endless_tools_list_is_cut_at_the_page_cap_and_the_chat_goes_on_witho
     let e = json_of(&out);
     assert_eq!(e["error"]["code"], "mcp_start_failed", "{e}");
 }
+
+#[tokio::test]
+async fn secrets_never_go_over_plain_http_to_another_computer_and_url_tokens_are_never_shown() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    // A secret header for a remote host over plain http: refused before anything is sent.
+    let out = detached(
+        home.cmd(
+            &setup,
+            &[
+                "--json",
+                "mcp",
+                "add",
+                "remote",
+                "--url",
+                "http://mcp.example.com/mcp",
+                "--header",
+                "X-Api-Key",
+            ],
+        ),
+        Some("sk-remote-1\n"),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let e = json_of(&out);
+    assert_eq!(e["error"]["code"], "invalid_input", "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap_or("").contains("plain http"),
+        "{e}"
+    );
+    // Imported with a token in its URL: listed and exported without it.
+    let config = json!({"mcpServers": {"tok": {"url": "https://mcp.example.com/mcp?token=tok-SECRET-9&team=a"}}});
+    hearth_ok_with(&home, &setup, &["mcp", "import", "-"], Some(&config.to_string())).await;
+    let list = hearth_ok_with(&home, &setup, &["mcp", "list"], None).await;
+    assert!(!list.to_string().contains("tok-SECRET-9"), "{list}");
+    assert!(list.to_string().contains("token=redacted"), "{list}");
+    let text = output(home.cmd(&setup, &["mcp", "list"])).await;
+    assert!(!String::from_utf8_lossy(&text.stdout).contains("tok-SECRET-9"));
+    let exported = output(home.cmd(&setup, &["mcp", "export"])).await;
+    let exported = String::from_utf8_lossy(&exported.stdout).into_owned();
+    assert!(!exported.contains("tok-SECRET-9"), "{exported}");
+    // Asked for, with the secrets, it is whole (the user's own file).
+    let whole = output(home.cmd(&setup, &["mcp", "export", "--include-secrets", "--yes"])).await;
+    assert!(String::from_utf8_lossy(&whole.stdout).contains("tok-SECRET-9"));
+}

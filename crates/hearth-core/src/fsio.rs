@@ -27,9 +27,12 @@ pub(crate) fn write_atomic_with<T>(
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let tmp = temp_beside(path);
+    let written_tmp = create_temp_beside(path, private);
+    let (tmp, file) = match written_tmp {
+        Ok(t) => t,
+        Err(e) => return Err(Error::io(path, e)),
+    };
     let written = (|| {
-        let file = open_new(&tmp, private)?;
         let mut w = std::io::BufWriter::new(file);
         let out = fill(&mut w)?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
@@ -51,27 +54,70 @@ pub(crate) fn write_atomic_with<T>(
     Ok(out)
 }
 
+/// Creates a new file at `path` exclusively (`O_CREAT | O_EXCL`, and `O_NOFOLLOW` on Unix):
+/// it fails if anything — a file, a link planted there — already has that name, so a
+/// write never goes through a link to somewhere else.
 fn open_new(path: &Path, private: bool) -> std::io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
-    if private {
+    {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.custom_flags(libc_nofollow());
+        if private {
+            options.mode(0o600);
+        }
     }
     #[cfg(not(unix))]
     let _ = private;
     options.open(path)
 }
 
-/// A name beside `path` that no other writer uses: `<name>.<pid>.<n>.tmp`.
-fn temp_beside(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}.{n}.tmp", std::process::id()));
-    PathBuf::from(name)
+/// `O_NOFOLLOW` (the value differs by platform; 0 where it is unknown: `O_EXCL` alone then
+/// refuses an existing link).
+#[cfg(unix)]
+const fn libc_nofollow() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        0o400000
+    }
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    {
+        0x0100
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd"
+    )))]
+    {
+        0
+    }
+}
+
+/// A temporary file beside `path`, created exclusively under a random name no one can
+/// predict (`.<name>.<16 random hex>.tmp`), so a file or link planted beside the target
+/// (a shared folder, an export directory) cannot redirect the write.
+fn create_temp_beside(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
+    use rand::RngCore;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut last = None;
+    for _ in 0..8 {
+        let mut bytes = [0u8; 8];
+        rand::rng().fill_bytes(&mut bytes);
+        let tmp = dir.join(format!(".{name}.{}.tmp", hex::encode(bytes)));
+        match open_new(&tmp, private) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
 }
 
 /// Flushes a directory entry change (rename, unlink) to disk where the OS supports it.
@@ -101,6 +147,28 @@ mod tests {
         assert_eq!(std::fs::read(&path).expect("read"), b"old");
         let names: Vec<_> = std::fs::read_dir(tmp.path()).expect("dir").collect();
         assert_eq!(names.len(), 1, "the temporary file is gone");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_where_a_file_is_created_is_refused_and_its_target_untouched() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let victim = tmp.path().join("victim.txt");
+        std::fs::write(&victim, "keep").expect("write");
+        let planted = tmp.path().join("planted.tmp");
+        std::os::unix::fs::symlink(&victim, &planted).expect("symlink");
+        let refused = open_new(&planted, false);
+        assert!(refused.is_err());
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+        // Temporary names are not predictable: two writes use two different names.
+        let path = tmp.path().join("out.txt");
+        let (a, _) = create_temp_beside(&path, false).expect("temp");
+        let (b, _) = create_temp_beside(&path, false).expect("temp");
+        assert_ne!(a, b);
+        assert!(
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".out.txt."))
+        );
     }
 
     #[cfg(unix)]

@@ -130,6 +130,35 @@ fn ignored_by_file(root: &Path, path: &Path) -> Option<String> {
     None
 }
 
+/// File types the OS would run rather than show: scripts, installers, launchers and links.
+pub const LAUNCHER_EXTENSIONS: &[&str] = &[
+    "bat", "cmd", "ps1", "vbs", "vbe", "js", "jse", "wsf", "wsh", "hta", "scr", "pif", "com",
+    "exe", "msi", "msp", "command", "tool", "app", "url", "webloc", "desktop", "lnk", "jar", "sh",
+    "appimage", "run", "reg", "inf", "scf",
+];
+
+/// Whether opening `path` with the OS's default handler could run something: a launcher or
+/// executable type ([`LAUNCHER_EXTENSIONS`]), or, on Unix, any file with an execute bit.
+/// Such a file is shown in its folder, never opened.
+pub fn is_launcher(path: &Path) -> bool {
+    let by_type = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .is_some_and(|e| LAUNCHER_EXTENSIONS.contains(&e.as_str()));
+    by_type || has_execute_bit(path)
+}
+
+#[cfg(unix)]
+fn has_execute_bit(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn has_execute_bit(_path: &Path) -> bool {
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +204,30 @@ mod tests {
         assert!(why(".ssh/id_ed25519").is_some_and(|w| w.contains("hidden")));
         assert!(why("node_modules/x/index.js").is_some_and(|w| w.contains("dependency")));
         assert!(why("login.keychain-db").is_some_and(|w| w.contains("keychain")));
+    }
+
+    #[test]
+    fn launchers_and_executables_are_never_opened_documents_are() {
+        let (_d, root) = tree(&[
+            ("notes.md", "x"),
+            ("report.PDF", "x"),
+            ("run.bat", "x"),
+            ("Open Me.desktop", "x"),
+            ("site.URL", "x"),
+            ("script", "x"),
+        ]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let p = root.join("script");
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+            assert!(is_launcher(&p));
+        }
+        assert!(!is_launcher(&root.join("notes.md")));
+        assert!(!is_launcher(&root.join("report.PDF")));
+        for f in ["run.bat", "Open Me.desktop", "site.URL"] {
+            assert!(is_launcher(&root.join(f)), "{f}");
+        }
     }
 
     #[test]

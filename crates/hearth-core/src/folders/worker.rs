@@ -203,6 +203,27 @@ fn answer(req: &Request) -> Answer {
     }
 }
 
+/// The variables the extraction worker keeps of Hearth's environment: temp folders, the
+/// Windows system root, backtraces, and the test hooks (`HEARTH_TEST_*`, read only by
+/// builds that compile them in). Nothing else — never a passphrase, a key or a token.
+pub fn worker_env(
+    all: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    const KEEP: &[&str] = &[
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "SYSTEMROOT",
+        "SystemRoot",
+        "RUST_BACKTRACE",
+    ];
+    all.filter(|(k, _)| {
+        let k = k.to_string_lossy();
+        KEEP.contains(&k.as_ref()) || k.starts_with("HEARTH_TEST_")
+    })
+    .collect()
+}
+
 #[cfg(unix)]
 fn limit_address_space(mib: u64) {
     use rustix::process::{Resource, Rlimit, setrlimit};
@@ -254,6 +275,10 @@ impl Worker {
         if self.running.is_none() {
             let mut child = Command::new(&self.command.program)
                 .args(&self.command.args)
+                // A cleared environment: the worker reads hostile files, so it gets none
+                // of Hearth's secrets (`HEARTH_PASSPHRASE`, `HEARTH_API_KEY`, …).
+                .env_clear()
+                .envs(worker_env(std::env::vars_os()))
                 .env(
                     "HEARTH_EXTRACT_MEMORY_MIB",
                     self.command.memory_mib.to_string(),
@@ -465,5 +490,28 @@ fn read_answers(stdout: std::process::ChildStdout, tx: mpsc::Sender<std::io::Res
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use std::ffi::OsString;
+
+    #[test]
+    fn the_worker_gets_none_of_hearths_secrets() {
+        let all = [
+            ("HEARTH_PASSPHRASE", "hunter2"),
+            ("HEARTH_API_KEY", "sk-live"),
+            ("OPENAI_API_KEY", "sk-2"),
+            ("HOME", "/home/ada"),
+            ("TMPDIR", "/tmp"),
+            ("HEARTH_TEST_DELAY_AT", "extract:x:1"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let kept: Vec<String> = super::worker_env(all.into_iter())
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept, ["TMPDIR", "HEARTH_TEST_DELAY_AT"]);
     }
 }

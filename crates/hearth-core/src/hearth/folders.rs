@@ -305,6 +305,19 @@ impl FolderService {
         }
     }
 
+    /// What "Open" on a citation does with chunk `id`'s file: `(path, reveal)` — opened
+    /// with the OS's default app only when it is a document; a launcher or executable
+    /// (`.bat`, `.desktop`, `.url`, an execute bit, …: `folders::rule::is_launcher`) is
+    /// shown in its folder instead, whatever was asked (`reveal` true).
+    pub fn open_target(&self, id: i64, reveal: bool) -> Result<(std::path::PathBuf, bool)> {
+        let file = self.file_of(id)?;
+        let launcher = crate::folders::rule::is_launcher(&file);
+        if launcher && !reveal {
+            tracing::info!("a cited file of a launcher type is shown in its folder, not opened");
+        }
+        Ok((file, reveal || launcher))
+    }
+
     /// How many folders are watched, and how many of them are paused (the tray's
     /// "Pause indexing": ticked when all are, greyed out with none).
     pub fn paused_counts(&self) -> Result<(usize, usize)> {

@@ -95,6 +95,14 @@ pub struct McpService {
     hearth: Hearth,
 }
 
+/// A server row as it may be shown: its URL without credentials or query values.
+fn shown(mut row: ServerRow) -> ServerRow {
+    if let Transport::Http { url } = &mut row.transport {
+        *url = crate::tools::mcp::config::redact_url(url);
+    }
+    row
+}
+
 fn info_of(row: &ToolRow, server_approved: bool) -> McpToolInfo {
     let (risk, risk_source) = row.risk();
     let (claim, claim_open_world) = row.claim();
@@ -147,7 +155,8 @@ impl McpService {
                     .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
                 if !ok {
                     return Err(Error::InvalidInput(format!(
-                        "{url:?} is not an http(s) URL"
+                        "{} is not an http(s) URL",
+                        crate::tools::mcp::config::redact_url(url)
                     )));
                 }
                 Ok(Transport::Http {
@@ -165,6 +174,10 @@ impl McpService {
     /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`).
     pub async fn add(&self, new: NewServer, replace: bool) -> Result<ServerReport> {
         let transport = Self::transport_of(new.command.as_deref(), &new.args, new.url.as_deref())?;
+        if let Transport::Http { url } = &transport {
+            crate::tools::mcp::config::check_secrets_travel(url, !new.headers.is_empty())
+                .map_err(Error::InvalidInput)?;
+        }
         let secrets = Secrets {
             env: new.env,
             headers: new.headers,
@@ -192,7 +205,10 @@ impl McpService {
             .iter()
             .map(|t| info_of(t, server.approved))
             .collect();
-        Ok(ServerReport { server, tools })
+        Ok(ServerReport {
+            server: shown(server),
+            tools,
+        })
     }
 
     /// Where Claude Desktop keeps its config here (it may not exist).
@@ -276,13 +292,20 @@ impl McpService {
             env: keep(&s.env, &old.env, "env"),
             headers: keep(&s.headers, &old.headers, "header"),
         };
+        if let Transport::Http { url } = &transport {
+            crate::tools::mcp::config::check_secrets_travel(url, !secrets.headers.is_empty())
+                .map_err(|e| (s.name.clone(), e))?;
+        }
         let mut row = registry
             .add(&s.name, &transport, &secrets, replace)
             .map_err(fail)?;
         if s.disabled {
             row = registry.set_enabled(&s.name, false).map_err(fail)?;
         }
-        Ok(Some(ImportedServer { server: row, notes }))
+        Ok(Some(ImportedServer {
+            server: shown(row),
+            notes,
+        }))
     }
 
     /// Every server in the desktop format. Secret values read [`REDACTED`] unless
@@ -321,7 +344,12 @@ impl McpService {
                     d.headers.clear();
                 }
                 Transport::Http { url } => {
-                    d.url = Some(url.clone());
+                    // A token in the URL is a secret too: redacted unless asked for.
+                    d.url = Some(if include_secrets {
+                        url.clone()
+                    } else {
+                        crate::tools::mcp::config::redact_url(url)
+                    });
                     d.env.clear();
                 }
             }
@@ -341,9 +369,10 @@ impl McpService {
         Ok(n)
     }
 
-    /// Every server as last known (starts nothing).
+    /// Every server as last known (starts nothing), as it may be shown: a URL without its
+    /// credentials or query values (tokens ride there).
     pub fn list(&self) -> Result<Vec<ServerRow>> {
-        self.registry().list()
+        Ok(self.registry().list()?.into_iter().map(shown).collect())
     }
 
     /// Starts the server (if it is not running) and lists its tools now.

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use zeroize::Zeroizing;
 
 pub use error::LlmError;
+pub(crate) use http::insecure_host;
 
 use crate::types::{Message, ToolCall, ToolSpec, Usage};
 

@@ -349,8 +349,12 @@ fn http_transport(
     use reqwest::header::{HeaderName, HeaderValue};
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(format!("{url:?} is not an http(s) URL"));
+        return Err(format!(
+            "{} is not an http(s) URL",
+            super::config::redact_url(url)
+        ));
     }
+    super::config::check_secrets_travel(url, !headers.is_empty())?;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)

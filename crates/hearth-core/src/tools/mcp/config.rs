@@ -196,6 +196,27 @@ mod tests {
     }
 }
 
+/// Refuses, before anything is sent, to carry secrets (header values, or a user name and
+/// password in the URL) over plain `http://` to another computer, as providers refuse
+/// (`provider_insecure`); a server on this computer may use plain http.
+pub fn check_secrets_travel(
+    url: &str,
+    has_secret_headers: bool,
+) -> std::result::Result<(), String> {
+    let Some(host) = crate::llm::insecure_host(url) else {
+        return Ok(());
+    };
+    let in_url =
+        reqwest::Url::parse(url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some());
+    if has_secret_headers || in_url {
+        return Err(format!(
+            "{host} is reached over plain http, so its secrets would cross the network in \
+             clear; use its https:// URL"
+        ));
+    }
+    Ok(())
+}
+
 /// `url` as it may be shown or logged: no user name or password, and every query value
 /// replaced by `redacted` (tokens ride there). An unparsable URL is not shown at all.
 pub fn redact_url(url: &str) -> String {
@@ -217,6 +238,17 @@ pub fn redact_url(url: &str) -> String {
 
 #[cfg(test)]
 mod redact_tests {
+    #[test]
+    fn secrets_never_go_over_plain_http_to_another_computer() {
+        use super::check_secrets_travel as check;
+        assert!(check("http://mcp.example.com/mcp", true).is_err());
+        assert!(check("http://bob:pw@mcp.example.com/mcp", false).is_err());
+        assert!(check("http://mcp.example.com/mcp", false).is_ok());
+        assert!(check("https://mcp.example.com/mcp", true).is_ok());
+        assert!(check("http://127.0.0.1:9000/mcp", true).is_ok());
+        assert!(check("http://localhost:9000/mcp", true).is_ok());
+    }
+
     #[test]
     fn urls_lose_credentials_and_query_values() {
         assert_eq!(
