@@ -1482,12 +1482,21 @@ async fn secrets_never_go_over_plain_http_to_another_computer_and_url_tokens_are
     let e = json_of(&out);
     assert_eq!(e["error"]["code"], "invalid_input", "{e}");
     assert!(
-        e["error"]["message"].as_str().unwrap_or("").contains("plain http"),
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("plain http"),
         "{e}"
     );
     // Imported with a token in its URL: listed and exported without it.
     let config = json!({"mcpServers": {"tok": {"url": "https://mcp.example.com/mcp?token=tok-SECRET-9&team=a"}}});
-    hearth_ok_with(&home, &setup, &["mcp", "import", "-"], Some(&config.to_string())).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["mcp", "import", "-"],
+        Some(&config.to_string()),
+    )
+    .await;
     let list = hearth_ok_with(&home, &setup, &["mcp", "list"], None).await;
     assert!(!list.to_string().contains("tok-SECRET-9"), "{list}");
     assert!(list.to_string().contains("token=redacted"), "{list}");

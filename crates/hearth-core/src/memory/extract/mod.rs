@@ -16,7 +16,7 @@ mod guards;
 mod prompts;
 
 use guards::*;
-pub use guards::{agree, contradicts, grounded_in_user, repair_json};
+pub use guards::{agree, contradicts, grounded_in_user, repair_json, supported_by_user};
 pub use prompts::{
     CandidateMemory, EXTRACT_PROMPT, RECONCILE_PROMPT, extraction_schema, reconciliation_schema,
 };
@@ -70,6 +70,21 @@ impl PartialEq for NewMemory {
     fn eq(&self, other: &Self) -> bool {
         self.text == other.text && self.kind == other.kind
     }
+}
+
+/// Whether untrusted text reached the answer `answer` of `conversation`: a tool call up to
+/// it whose output was outside text, or passages of watched folders it was given.
+fn untrusted_reached(store: &crate::store::Store, conversation: &str, answer: i64) -> Result<bool> {
+    let conversation = conversation.to_owned();
+    store.read_blocking(move |c| {
+        c.query_row(
+            "SELECT EXISTS (SELECT 1 FROM tool_calls t JOIN messages m ON m.id = t.message_id
+                             WHERE m.conversation_id = ?1 AND t.untrusted = 1 AND m.id <= ?2)
+                 OR EXISTS (SELECT 1 FROM message_sources WHERE message_id = ?2)",
+            rusqlite::params![conversation, answer],
+            |r| r.get::<_, bool>(0),
+        )
+    })
 }
 
 /// The exchange a job learns from.
@@ -425,6 +440,14 @@ impl Learner {
             conversation: exchange.conversation.clone(),
             message: Some(exchange.user_message),
         };
+        // Untrusted text reached this answer (a tool's output, an MCP server's, passages of
+        // a document): what is learned from it must be the user's own words, and never an
+        // instruction — a document cannot plant a lasting rule (issue 31).
+        let untrusted = untrusted_reached(
+            self.memories.store(),
+            &exchange.conversation,
+            exchange.answer_message,
+        )?;
         let mut decisions = Vec::new();
         for c in extraction.memories.into_iter().take(MAX_CANDIDATES) {
             let Ok(kind) = Kind::parse(&c.kind) else {
@@ -433,6 +456,12 @@ impl Learner {
             };
             if !grounded_in_user(&c.text, &user, &answer) {
                 tracing::info!("a candidate comes from the assistant's words only; skipped");
+                continue;
+            }
+            if untrusted && (kind == Kind::Instruction || !supported_by_user(&c.text, &user)) {
+                tracing::info!(
+                    "a candidate from an exchange with untrusted content is not the user's own words; skipped"
+                );
                 continue;
             }
             let new = NewMemory {
