@@ -664,7 +664,7 @@ pub enum GrantsCommand {
 pub enum AuditCommand {
     /// Entries, oldest first: what ran, what was decided and by whom, when.
     List {
-        /// Only this kind: tool_call, memory, grant or mcp.
+        /// Only this kind: audit, tool_call, memory, grant, folder or mcp.
         #[arg(long)]
         kind: Option<String>,
         /// Only the calls of this tool.

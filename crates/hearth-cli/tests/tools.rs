@@ -569,10 +569,17 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
     );
 
     let log = common::hearth_ok(&home, &setup, &["audit", "list"]).await;
+    // The log begins with its first entry, then the folder made writable (acts that lower
+    // caution are entries too).
+    assert_eq!(log[0]["kind"], "audit", "{log}");
+    assert_eq!(log[0]["summary"]["op"], "log_started", "{log}");
+    assert_eq!(log[1]["kind"], "folder", "{log}");
+    assert_eq!(log[1]["summary"]["writable"], true, "{log}");
     let kinds: Vec<(&str, Option<&str>, Option<&str>)> = log
         .as_array()
         .expect("entries")
         .iter()
+        .filter(|e| e["kind"] == "tool_call" || e["kind"] == "grant")
         .map(|e| {
             (
                 e["kind"].as_str().unwrap_or(""),
@@ -598,18 +605,18 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
         .iter()
         .filter_map(|e| e["seq"].as_i64())
         .collect();
-    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
     let verified = common::hearth_ok(&home, &setup, &["audit", "verify"]).await;
     assert_eq!(
         verified,
-        serde_json::json!({"ok": true, "entries": 4, "first_bad_seq": null, "problem": null})
+        serde_json::json!({"ok": true, "entries": 6, "first_bad_seq": null, "problem": null})
     );
 
-    // Someone rewrites what the third entry says was decided: found, exit 1.
+    // Someone rewrites what the fifth entry says was decided: found, exit 1.
     home.store()
         .write_blocking(|c| {
             c.execute(
-                "UPDATE audit_log SET summary = replace(summary, '\"grant\"', '\"user\"') WHERE seq = 3",
+                "UPDATE audit_log SET summary = replace(summary, '\"grant\"', '\"user\"') WHERE seq = 5",
                 [],
             )
         })
@@ -618,14 +625,29 @@ async fn grants_are_listed_and_revoked_and_the_audit_log_verifies_until_tampered
     assert_eq!(broken.status.code(), Some(1));
     let report = json_of(&broken);
     assert_eq!(report["ok"], false);
-    assert_eq!(report["first_bad_seq"], 3, "{report}");
+    assert_eq!(report["first_bad_seq"], 5, "{report}");
     let text = common::output(home.cmd(&setup, &["audit", "verify"])).await;
     assert_eq!(text.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&text.stdout).contains("BROKEN at entry 3"),
+        String::from_utf8_lossy(&text.stdout).contains("BROKEN at entry 5"),
         "{}",
         String::from_utf8_lossy(&text.stdout)
     );
+
+    // Someone deletes every entry and the head: an emptied log is tampered with, not
+    // intact (its first entry is gone, and the id file names it).
+    home.store()
+        .write_blocking(|c| {
+            c.execute_batch(
+                "DELETE FROM audit_payloads; DELETE FROM audit_log; DELETE FROM audit_head;",
+            )
+        })
+        .expect("empty the log");
+    let emptied = common::output(home.cmd(&setup, &["audit", "verify", "--json"])).await;
+    assert_eq!(emptied.status.code(), Some(1));
+    let report = json_of(&emptied);
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(report["first_bad_seq"], 1, "{report}");
 }
 
 #[tokio::test]
@@ -815,7 +837,8 @@ async fn a_crash_mid_run_keeps_the_calls_made_and_leaves_a_consistent_answer() {
     assert_eq!(answer["tool_calls"][0]["result"], "alpha", "{answer}");
     let verified = common::hearth_ok(&home, &setup, &["audit", "verify"]).await;
     assert_eq!(verified["ok"], true);
-    assert_eq!(verified["entries"], 1);
+    // The log's first entry, the folder made writable, and the one call.
+    assert_eq!(verified["entries"], 3);
 }
 
 #[tokio::test]

@@ -17,6 +17,12 @@
 //! It does not stop someone holding the database key from rewriting the whole log and its
 //! head consistently.
 //!
+//! **The log has a first entry**, written when the store is created (or, for a store made
+//! before this rule, when it is first opened): `{"op": "log_started"}`. Its hash is kept in
+//! the id file beside the database too (`hearth.id.json`, `audit_genesis`), so a log
+//! emptied — every row and the head deleted — or restarted with a new first entry is
+//! reported as tampered, not as intact.
+//!
 //! **Invariant:** only [`append`] adds entries and nothing updates or deletes an entry's
 //! row; payloads are only ever nulled. Depends on `store` and `time` alone.
 
@@ -218,9 +224,78 @@ impl Audit {
         })
     }
 
-    /// Walks the chain from the first entry and compares its end with the stored head.
+    /// Walks the chain from the first entry and compares its end with the stored head, and
+    /// its first entry with the one the id file names.
     pub fn verify(&self) -> Result<Verification> {
-        self.store.read_blocking(verify)
+        let genesis = self.store.audit_genesis()?;
+        self.store.read_blocking(move |c| {
+            let v = verify(c)?;
+            if !v.ok {
+                return Ok(v);
+            }
+            let first: Option<Vec<u8>> = c
+                .query_row("SELECT entry_hash FROM audit_log WHERE seq = 1", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            let problem = match (first, genesis) {
+                (None, _) => Some(
+                    "the log is empty: its first entry, written when the store was created, is gone"
+                        .to_owned(),
+                ),
+                (Some(h), Some(g)) if hex::encode(&h) != g => Some(
+                    "entry 1 is not the entry this store's log began with (its id file names another)"
+                        .to_owned(),
+                ),
+                _ => None,
+            };
+            Ok(match problem {
+                Some(p) => Verification {
+                    ok: false,
+                    entries: v.entries,
+                    first_bad_seq: Some(1),
+                    problem: Some(p),
+                },
+                None => v,
+            })
+        })
+    }
+
+    /// Writes the log's first entry if it has none, and records its hash in the id file if
+    /// the id file has none yet. Called when the store opens.
+    pub fn ensure_started(&self) -> Result<()> {
+        let first = self.store.write_blocking(|c| {
+            let tx = c.transaction()?;
+            let empty: bool = tx.query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM audit_log) AND NOT EXISTS (SELECT 1 FROM audit_head)",
+                [],
+                |r| r.get(0),
+            )?;
+            if empty {
+                append(
+                    &tx,
+                    &NewEntry {
+                        kind: "audit",
+                        summary: serde_json::json!({"op": "log_started"}),
+                        payload: Value::Null,
+                        keep_payload: false,
+                        conversation: None,
+                        memory: None,
+                    },
+                )?;
+            }
+            let first: Option<Vec<u8>> = tx
+                .query_row("SELECT entry_hash FROM audit_log WHERE seq = 1", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            tx.commit()?;
+            Ok(first)
+        })?;
+        if let Some(first) = first {
+            self.store.remember_audit_genesis(&hex::encode(first))?;
+        }
+        Ok(())
     }
 
     /// Nulls every payload (forget everything).

@@ -296,11 +296,29 @@ impl Folders {
     /// Makes folder `id` writable for tools, or not.
     pub fn set_writable(&self, id: i64, writable: bool) -> Result<()> {
         self.store.write_blocking(move |c| {
-            c.execute(
-                "UPDATE folders SET writable = ?2 WHERE id = ?1",
+            let tx = c.transaction()?;
+            let n = tx.execute(
+                "UPDATE folders SET writable = ?2 WHERE id = ?1 AND writable <> ?2",
                 params![id, writable],
-            )
-            .map(|_| ())
+            )?;
+            // Making a folder writable lowers caution: an audit entry either way (the path
+            // is the payload, never the summary).
+            if n > 0 {
+                let path: String =
+                    tx.query_row("SELECT path FROM folders WHERE id = ?1", [id], |r| r.get(0))?;
+                crate::audit::append(
+                    &tx,
+                    &crate::audit::NewEntry {
+                        kind: "folder",
+                        summary: serde_json::json!({"op": "set_writable", "folder": id, "writable": writable}),
+                        payload: serde_json::json!({"path": path}),
+                        keep_payload: true,
+                        conversation: None,
+                        memory: None,
+                    },
+                )?;
+            }
+            tx.commit()
         })
     }
 

@@ -122,6 +122,11 @@ impl Hearth {
         } else {
             None
         };
+        // The audit log's first entry, and its hash in the id file (an emptied log is then
+        // found).
+        if let Err(e) = crate::audit::Audit::new(store.clone()).ensure_started() {
+            tracing::warn!(error = %e, "could not start the audit log");
+        }
         let llm = LlmClient::new(RetryPolicy::default(), Timeouts::default())?;
         let liveness = Liveness::claim(&store.data_dir().run_dir());
         if let Err(e) = sweep_dead_turns(&store, liveness.as_ref().map(|l| l.id.as_str())) {

@@ -85,6 +85,8 @@ pub fn move_key(
     drop(store);
     let sidecar_path = dir.sidecar_path();
     let mut sidecar = Sidecar::new(db_id.clone(), from);
+    // What else the id file holds (the audit log's first entry) stays.
+    sidecar.audit_genesis = Sidecar::read(&sidecar_path)?.and_then(|s| s.audit_genesis);
     sidecar.stale_backends = vec![to];
     sidecar.write(&sidecar_path)?;
     failpoint!("move.marked");

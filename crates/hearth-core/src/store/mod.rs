@@ -197,6 +197,25 @@ impl Store {
         &self.inner.dir
     }
 
+    /// The hash (hex) of the audit log's first entry as the id file records it, if it does.
+    pub fn audit_genesis(&self) -> Result<Option<String>> {
+        Ok(Sidecar::read(&self.inner.dir.sidecar_path())?.and_then(|s| s.audit_genesis))
+    }
+
+    /// Records the hash of the audit log's first entry in the id file, unless it holds one
+    /// already (the first record stands: a log restarted later does not replace it).
+    pub(crate) fn remember_audit_genesis(&self, hash: &str) -> Result<()> {
+        let path = self.inner.dir.sidecar_path();
+        let Some(mut sidecar) = Sidecar::read(&path)? else {
+            return Ok(());
+        };
+        if sidecar.audit_genesis.is_some() {
+            return Ok(());
+        }
+        sidecar.audit_genesis = Some(hash.to_owned());
+        sidecar.write(&path)
+    }
+
     /// The database id (names its key in the keyring).
     pub fn db_id(&self) -> &str {
         &self.inner.sidecar.db_id

@@ -22,6 +22,9 @@ pub struct Sidecar {
     /// the next open.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale_backends: Vec<KeyBackend>,
+    /// The hash of the audit log's first entry (hex): an emptied or restarted log is found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_genesis: Option<String>,
 }
 
 impl Sidecar {
@@ -31,6 +34,7 @@ impl Sidecar {
             db_id,
             key_backend,
             stale_backends: Vec::new(),
+            audit_genesis: None,
         }
     }
 

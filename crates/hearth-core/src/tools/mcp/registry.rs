@@ -192,8 +192,22 @@ impl Registry {
         let header_names = serde_json::to_string(&secrets.headers.keys().collect::<Vec<_>>())
             .unwrap_or_else(|_| "[]".into());
         let n = name.to_owned();
+        let identity = server_identity(transport);
         self.store.write_blocking(move |c| {
-            c.execute(
+            let tx = c.transaction()?;
+            // Adding a server starts a program of the user's choosing: an audit entry.
+            crate::audit::append(
+                &tx,
+                &crate::audit::NewEntry {
+                    kind: "mcp",
+                    summary: serde_json::json!({"op": "add", "server": n, "transport": transport_kind}),
+                    payload: serde_json::json!({"identity": identity}),
+                    keep_payload: true,
+                    conversation: None,
+                    memory: None,
+                },
+            )?;
+            tx.execute(
                 "INSERT INTO mcp_servers (name, transport, command, args, url, env_names, header_names,
                    secrets_location, secrets, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -209,8 +223,8 @@ impl Registry {
                     db_secrets,
                     now_millis()
                 ],
-            )
-            .map(|_| ())
+            )?;
+            tx.commit()
         })?;
         self.get(name)?
             .ok_or_else(|| Error::Database("the server vanished".into()))
