@@ -147,10 +147,12 @@ impl ToolState {
     }
 }
 
-/// The name the model calls a server's tool by: `server__tool` with every character
-/// outside `[a-zA-Z0-9_-]` made `_`, at most 64 characters. When that name is `taken`
-/// (another server's tool, a built-in) or had to be cut, a short hash of the real pair
-/// makes it unique. Never parsed back: the registry maps it to (server, tool).
+/// The name the model calls a server's tool by: `server__tool` when both names are already
+/// valid (`[a-zA-Z0-9_-]`, the server's without `__`: then the pair is unambiguous) and the
+/// result fits 64 characters and is not `taken`; otherwise the cleaned name cut short with
+/// a short hash of the real pair. A function of the pair, never of the order a server
+/// lists its tools, so a re-added server's tools get the names they had (`taken` matters
+/// only for a hash collision). Never parsed back: the registry maps it to (server, tool).
 pub fn exposed_name(server: &str, tool: &str, taken: &dyn Fn(&str) -> bool) -> String {
     let clean = |s: &str| -> String {
         s.chars()
@@ -164,7 +166,8 @@ pub fn exposed_name(server: &str, tool: &str, taken: &dyn Fn(&str) -> bool) -> S
             .collect()
     };
     let base = format!("{}__{}", clean(server), clean(tool));
-    if base.len() <= 64 && !taken(&base) {
+    let unambiguous = clean(server) == server && clean(tool) == tool && !server.contains("__");
+    if unambiguous && base.len() <= 64 && !taken(&base) {
         return base;
     }
     let digest = hex::encode(Sha256::digest(format!("{server}\u{0}{tool}").as_bytes()));
@@ -237,9 +240,15 @@ mod tests {
     fn exposed_names_are_valid_unique_and_never_split() {
         let none = |_: &str| false;
         assert_eq!(exposed_name("fs", "read_file", &none), "fs__read_file");
+        // A name that had to be cleaned gets its pair's hash, whoever came first: "a.b" and
+        // "a_b" keep their names in either listing order.
+        let dotted = exposed_name("my.server", "get sum", &none);
+        assert!(dotted.starts_with("my_server__get_sum_"), "{dotted}");
+        assert_eq!(exposed_name("fs", "a_b", &none), "fs__a_b");
+        assert_ne!(exposed_name("fs", "a.b", &none), "fs__a_b");
         assert_eq!(
-            exposed_name("my.server", "get sum", &none),
-            "my_server__get_sum"
+            exposed_name("fs", "a.b", &none),
+            exposed_name("fs", "a.b", &|n: &str| n == "fs__a_b")
         );
         // A name taken by another pair gets a hash of its own pair.
         let taken = |n: &str| n == "a__b__c";
