@@ -266,16 +266,39 @@ pub fn prompt_text(r: &ConsentRequest) -> String {
     p
 }
 
-/// Asks on the terminal; `offers` is (for this conversation, always).
-fn ask_tty(prompt: &str, (offers_conversation, offers_always): (bool, bool)) -> Answer {
-    let Ok(tty) = std::fs::OpenOptions::new()
+/// The controlling terminal, to read the answer from and write the question to: `/dev/tty`
+/// on Unix; the console's own `CONIN$` and `CONOUT$` on Windows (never stdin, which a pipe
+/// may fill). `None` when there is none.
+#[cfg(not(windows))]
+fn open_terminal() -> Option<(std::fs::File, std::fs::File)> {
+    let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-    else {
-        return Answer::NoSurface;
-    };
-    let Ok(mut writer) = tty.try_clone() else {
+        .ok()?;
+    let writer = tty.try_clone().ok()?;
+    Some((tty, writer))
+}
+
+/// Windows: the console's input and output buffers (not compiled on these machines).
+#[cfg(windows)]
+fn open_terminal() -> Option<(std::fs::File, std::fs::File)> {
+    let input = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("CONIN$")
+        .ok()?;
+    let output = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("CONOUT$")
+        .ok()?;
+    Some((input, output))
+}
+
+/// Asks on the terminal; `offers` is (for this conversation, always).
+fn ask_tty(prompt: &str, (offers_conversation, offers_always): (bool, bool)) -> Answer {
+    let Some((tty, mut writer)) = open_terminal() else {
         return Answer::NoSurface;
     };
     let mut reader = BufReader::new(tty);

@@ -1484,3 +1484,48 @@ async fn each_call_is_told_as_it_starts_and_ends_and_the_user_keeps_the_whole_re
         "the arguments as the model sent them"
     );
 }
+
+#[tokio::test]
+async fn a_delete_whose_files_changed_while_the_user_was_asked_asks_again_with_what_would_go_now() {
+    let s = setup(&[]);
+    let folder = s.docs.join("old");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::write(folder.join("a.txt"), "a").expect("write");
+    let shown = folder.display().to_string();
+    // While the first question waits, a file the user never saw lands in the folder.
+    let planted = folder.join("tax-return.pdf");
+    let fired = std::sync::atomic::AtomicBool::new(false);
+    let user = User::with_hook(
+        vec![Answer::AllowOnce, Answer::Deny(None)],
+        Box::new(move |_| {
+            if !fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::fs::write(&planted, "2025").expect("plant");
+            }
+        }),
+    );
+    let (outcome, _) = turn(
+        &s,
+        vec![
+            call("c1", "delete_file", serde_json::json!({"path": shown})),
+            done(),
+        ],
+        &user,
+        None,
+        false,
+    )
+    .await;
+    let asked = user.asked();
+    assert_eq!(asked.len(), 2, "asked again: {asked:?}");
+    let first = asked[0].preview.as_deref().unwrap_or("");
+    assert!(
+        first.contains("a.txt") && !first.contains("tax-return.pdf"),
+        "{first}"
+    );
+    let second = asked[1].preview.as_deref().unwrap_or("");
+    assert!(second.contains("tax-return.pdf"), "{second}");
+    assert!(asked[1].reason.contains("changed while you were asked"));
+    // Denied the second time: nothing was deleted.
+    assert!(folder.join("a.txt").exists());
+    assert!(folder.join("tax-return.pdf").exists());
+    assert_eq!(outcome.tool_calls[0].decision, Decision::Denied);
+}

@@ -498,6 +498,23 @@ impl Action {
         }
     }
 
+    /// A delete taken again now: `Some` with what it would remove now when that is not the
+    /// list the user was shown (files added or removed while the question waited), `None`
+    /// when nothing changed or it is not a delete.
+    pub fn retaken(&self) -> Option<Action> {
+        match self {
+            Action::Delete(r, files) => {
+                let now = files_under(&r.path);
+                (now != *files).then(|| Action::Delete(r.clone(), now))
+            }
+            Action::DeletePermanently(r, files) => {
+                let now = files_under(&r.path);
+                (now != *files).then(|| Action::DeletePermanently(r.clone(), now))
+            }
+            _ => None,
+        }
+    }
+
     /// What the user is shown before approving.
     pub fn preview(&self) -> Option<String> {
         match self {
@@ -999,12 +1016,45 @@ fn apply_change(c: &Change) -> Result<(), String> {
 
 /// Renames `from` to `to`, failing (never replacing) when `to` exists.
 fn move_no_replace(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
+    // Linux `renameat2(RENAME_NOREPLACE)`, macOS `renameatx_np(RENAME_EXCL)`: the kernel
+    // refuses an existing destination, with no window between a check and the rename.
+    #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
     {
         use rustix::fs::{CWD, RenameFlags, renameat_with};
         renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(std::io::Error::from)
     }
-    #[cfg(not(target_os = "linux"))]
+    // Windows: `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING` fails on an existing
+    // destination (`std::fs::rename` passes that flag). Not compiled on these machines.
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStrExt;
+        let wide = |p: &std::path::Path| -> Vec<u16> {
+            p.as_os_str()
+                .encode_wide()
+                .chain(std::iter::once(0))
+                .collect()
+        };
+        let (f, t) = (wide(from), wide(to));
+        // SAFETY: both are NUL-terminated UTF-16 strings that outlive the call.
+        let ok = unsafe {
+            windows_sys::Win32::Storage::FileSystem::MoveFileExW(
+                f.as_ptr(),
+                t.as_ptr(),
+                windows_sys::Win32::Storage::FileSystem::MOVEFILE_WRITE_THROUGH,
+            )
+        };
+        if ok == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    // Elsewhere: a hard link cannot replace (files); a folder is refused if one is there.
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        windows
+    )))]
     {
         if to.symlink_metadata().is_ok() {
             return Err(std::io::ErrorKind::AlreadyExists.into());

@@ -411,6 +411,10 @@ impl ToolRun {
         match self.check(call).await {
             Err(record) => record,
             Ok(ready) => {
+                let ready = match self.retake_delete(ready).await {
+                    Ok(r) => r,
+                    Err(record) => return record,
+                };
                 let (ready, output) = execute(ready, &self.settings, cancel).await;
                 match output {
                     Some(output) => self.finish(ready, output).await,
@@ -418,6 +422,54 @@ impl ToolRun {
                 }
             }
         }
+    }
+
+    /// A delete's file list taken again just before it runs: when files came or went while
+    /// the user was asked, the user is asked again with what would go now (a set that keeps
+    /// changing is refused after three questions). Never deletes what the user was not shown.
+    async fn retake_delete(&mut self, mut ready: Ready) -> Result<Ready, CallRecord> {
+        for _ in 0..3 {
+            let Some(now) = ready.action.as_ref().and_then(Action::retaken) else {
+                return Ok(ready);
+            };
+            let request = ConsentRequest {
+                call_id: ready.record.id.clone(),
+                tool: ready.tool.name().into(),
+                origin: ready.tool.origin(),
+                risk: Risk::Destructive,
+                arguments: escape_for_display(
+                    &serde_json::to_string_pretty(&ready.arguments).unwrap_or_default(),
+                ),
+                preview: now.preview().map(|p| escape_for_display(&p)),
+                reason: "what it would delete changed while you were asked: this is what \
+                         would go now"
+                    .into(),
+                escalated_by: None,
+                offers_always: false,
+                offers_conversation: false,
+            };
+            let target = ready.tool.grant_target();
+            match self.ask(&request, Risk::Destructive, &target).await {
+                Ok(by) => {
+                    ready.record.decided_by = by;
+                    ready.action = Some(now);
+                }
+                Err((by, reason)) => {
+                    ready.record.decision = Decision::Denied;
+                    ready.record.decided_by = by;
+                    ready.record.observation = format!(
+                        "The user denied this call{} (what it would delete had changed). Do \
+                         not retry it; go on without it or ask the user.",
+                        reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    );
+                    return Err(ready.record);
+                }
+            }
+        }
+        ready.record.decision = Decision::Denied;
+        ready.record.observation =
+            "Error: what this delete would remove kept changing; nothing was deleted.".into();
+        Err(ready.record)
     }
 
     /// Handles calls of one model step that are all reads: checked in order, run at the
@@ -698,6 +750,8 @@ impl ToolRun {
         // The trash refused: never a silent hard delete. The user is asked again, for a
         // permanent delete this time.
         if let Some(permanent) = output.trash_failed.take() {
+            // Shown as it is now, never as it was when the first question was built.
+            let permanent = permanent.retaken().unwrap_or(permanent);
             let request = ConsentRequest {
                 call_id: record.id.clone(),
                 tool: tool.name().into(),

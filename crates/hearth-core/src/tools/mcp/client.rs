@@ -307,6 +307,10 @@ fn spawn_stdio(
     let mut wrapped = CommandWrap::from(cmd);
     #[cfg(unix)]
     wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    // Windows: a Job Object, so `npx`'s grandchildren die with the server (not compiled on
+    // these machines).
+    #[cfg(windows)]
+    wrapped.wrap(process_wrap::tokio::JobObject);
     wrapped.wrap(KillOnDrop);
     let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
         .stderr(Stdio::piped())
