@@ -54,7 +54,8 @@ pub async fn add_mcp_server(
         headers: pairs(a.headers),
     };
     let hearth = state.hearth()?;
-    let report = hearth.mcp().add(new, false).await?;
+    // It starts a program: confirmed in the consent window, never by this window alone.
+    let report = hearth.mcp().add(new, false, state.consent.as_ref()).await?;
     server_dto(hearth, &report.server.name)
 }
 
@@ -86,7 +87,10 @@ pub async fn approve_mcp_tools(
     let ApproveMcpArgs { name, tool } = args.0;
     let mcp = state.hearth()?.mcp();
     let tools: Vec<String> = tool.into_iter().collect();
-    let n = blocking(move || mcp.approve(&name, &tools, false)).await?;
+    // Confirmed in the consent window (the core asks), never by this window alone.
+    let n = mcp
+        .approve(&name, &tools, false, state.consent.as_ref())
+        .await?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
@@ -167,7 +171,9 @@ pub async fn import_mcp_servers(
         }
     };
     let mcp = state.hearth()?.mcp();
-    let report = blocking(move || mcp.import_file(&path, replace)).await?;
+    let report = mcp
+        .import_file(&path, replace, state.consent.as_ref())
+        .await?;
     Ok(report.into())
 }
 
@@ -178,5 +184,7 @@ pub async fn set_tool_risk(
 ) -> Result<(), ErrorDto> {
     let SetToolRiskArgs { tool, risk } = args.0;
     let mcp = state.hearth()?.mcp();
-    blocking(move || mcp.set_risk(&tool, hearth_core::tools::Risk::parse(&risk)?)).await
+    // A lower tier is confirmed in the consent window (the core asks).
+    let risk = hearth_core::tools::Risk::parse(&risk)?;
+    Ok(mcp.set_risk(&tool, risk, state.consent.as_ref()).await?)
 }

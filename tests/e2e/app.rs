@@ -2043,6 +2043,9 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
         .click()
         .await
         .expect("add");
+    // Adding a server starts a program: the main window cannot do it alone. The consent
+    // window asks, showing the command; allowed once there.
+    allow_in_consent_window(&client, "add the MCP server fs").await;
 
     // The app started the real server and lists its tools, none approved: per row, the
     // exposed name, the risk badge and the state.
@@ -2123,6 +2126,7 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
     .click()
     .await
     .expect("approve one tool");
+    allow_in_consent_window(&client, "approve 1 tool of fs").await;
     let rows = eventually("read_text_file on", || {
         mcp_tool_rows(&client, |rows| {
             rows.iter()
@@ -2166,6 +2170,38 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
 
 /// The MCP tool rows on the Tools screen — (exposed name, risk badge, state) — once `ready`
 /// holds for them.
+/// Waits for the consent window to show a question containing `what`, clicks "Allow once"
+/// there, and goes back to the main window.
+async fn allow_in_consent_window(client: &Client, what: &str) {
+    eventually("the consent window's question", || async {
+        switch_to(client, Win::Consent).await.then_some(())?;
+        let d = client
+            .find(Locator::Css("[role='alertdialog']"))
+            .await
+            .ok()?;
+        d.text().await.ok()?.contains(what).then_some(())
+    })
+    .await;
+    if let Ok(png) = client.screenshot().await {
+        let name = what.replace(' ', "-");
+        let _ = std::fs::write(artifacts().join(format!("consent-{name}.png")), png);
+    }
+    client
+        .execute(
+            "const once = [...document.querySelectorAll('button')]
+               .find((b) => b.textContent.trim() === 'Allow once');
+             setTimeout(() => once.click(), 0);
+             return !!once;",
+            vec![],
+        )
+        .await
+        .expect("click Allow once");
+    eventually("the main window", || async {
+        switch_to(client, Win::Main).await.then_some(())
+    })
+    .await;
+}
+
 async fn mcp_tool_rows(
     client: &Client,
     ready: impl Fn(&[(String, String, String)]) -> bool,

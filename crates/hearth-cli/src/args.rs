@@ -543,13 +543,17 @@ pub enum EmbeddingCommand {
 pub enum ToolsCommand {
     /// Every tool: name, where it comes from, its risk tier and whether it is on.
     List,
-    /// Set an MCP tool's risk tier (read, write or destructive); built-ins keep theirs.
+    /// Set an MCP tool's risk tier (read, write or destructive); built-ins keep theirs. A
+    /// lower tier asks on a terminal; elsewhere requires --yes.
     Risk {
         /// The tool's name as `hearth tools list` shows it (server__tool).
         tool: String,
         /// read, write or destructive.
         #[arg(value_parser = ["read", "write", "destructive"])]
         risk: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -559,7 +563,8 @@ pub enum McpCommand {
     ///
     /// Starts it once to list its tools and approves nothing. Values of --env and --header
     /// are read from the terminal, or one line each from stdin, in the order given; never
-    /// from the command line.
+    /// from the command line. Starting a program needs your confirmation: asked on a
+    /// terminal; elsewhere requires --yes.
     Add {
         /// A name for the server (letters, digits, '-', '_', '.').
         name: String,
@@ -575,6 +580,9 @@ pub enum McpCommand {
         /// Replace a server of that name.
         #[arg(long)]
         replace: bool,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required_unless_present = "url")]
         command: Vec<String>,
@@ -586,13 +594,14 @@ pub enum McpCommand {
     Tools { name: String },
     /// Approve a server's tools as they are listed now (or the tools named), pinning them.
     /// Approved tools are destructive (they ask every time) unless you accept the server's
-    /// labels or set a tier with `hearth tools risk`.
+    /// labels or set a tier with `hearth tools risk`. Asks on a terminal; elsewhere
+    /// requires --yes.
     Approve {
         name: String,
         /// Only these tools (their own names or server__tool).
         tools: Vec<String>,
         /// Take the server's annotations (read-only, reversible write, destructive) as
-        /// these tools' tiers. Asks on a terminal; elsewhere requires --yes.
+        /// these tools' tiers.
         #[arg(long)]
         accept_labels: bool,
         /// Do not ask for confirmation.
@@ -612,7 +621,8 @@ pub enum McpCommand {
     /// Import servers from a desktop config (`{"mcpServers": …}`), or Claude Desktop's.
     ///
     /// Starts nothing and approves nothing. Env and header values go to the keyring; a
-    /// server whose name exists is skipped unless --replace.
+    /// server whose name exists is skipped unless --replace. The servers are programs
+    /// Hearth will start: asks on a terminal; elsewhere requires --yes.
     Import {
         /// The config file (`-` for stdin).
         #[arg(
@@ -626,6 +636,9 @@ pub enum McpCommand {
         /// Replace servers whose names exist.
         #[arg(long)]
         replace: bool,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
     /// Export every server in the desktop format, to FILE or stdout; secrets redacted.
     Export {

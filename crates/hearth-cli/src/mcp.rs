@@ -9,6 +9,16 @@ use crate::args::McpCommand;
 use crate::open_options;
 use crate::output::{Failure, Out};
 
+/// Where an act that lowers caution is confirmed: ahead with `--yes`, else on the terminal
+/// (none there: `confirmation_required`).
+pub fn surface(yes: bool) -> Box<dyn hearth_core::tools::gate::Consent> {
+    if yes {
+        Box::new(hearth_core::tools::gate::ConfirmedAhead)
+    } else {
+        Box::new(crate::tools::TtyConsent)
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -82,6 +92,7 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             env,
             header,
             replace,
+            yes,
             command,
         } => {
             let env = read_values(&env, "environment variable")?;
@@ -98,7 +109,7 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             let report = runtime()?.block_on(async {
                 let hearth = Hearth::open_oneshot(&opts)?;
                 let mcp = hearth.mcp();
-                let report = mcp.add(new, replace).await;
+                let report = mcp.add(new, replace, surface(yes).as_ref()).await;
                 mcp.shutdown().await;
                 report
             })?;
@@ -156,29 +167,13 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             yes,
         } => {
             let mcp = Hearth::open_oneshot(&opts)?.mcp();
-            if accept_labels && !yes {
-                // The user sees each claim before taking it as a tier.
-                let known = mcp.known_tools(&name)?;
-                eprintln!("{name} claims, for its tools:");
-                for t in known.iter().filter(|t| {
-                    tools.is_empty() || tools.iter().any(|w| *w == t.tool || *w == t.name)
-                }) {
-                    eprintln!(
-                        "  {:<40} {}",
-                        t.name,
-                        claim_words(t.claim, t.claim_open_world)
-                    );
-                }
-                if !crate::secrets::confirm(
-                    "Trust these labels? A tool labelled read-only will run without asking",
-                ) {
-                    return Err(Failure::new(
-                        "confirmation_required",
-                        "not confirmed: run on a terminal and type yes, or pass --yes",
-                    ));
-                }
-            }
-            let n = mcp.approve(&name, &tools, accept_labels)?;
+            // The core asks (each tool with its claim) on the terminal, or takes --yes.
+            let n = runtime()?.block_on(mcp.approve(
+                &name,
+                &tools,
+                accept_labels,
+                surface(yes).as_ref(),
+            ))?;
             if out.json {
                 out.print_json(
                     &json!({"server": name, "approved": n, "labels_accepted": accept_labels}),
@@ -238,8 +233,11 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             file,
             claude_desktop: _,
             replace,
+            yes,
         } => {
             let mcp = Hearth::open_oneshot(&opts)?.mcp();
+            let rt = runtime()?;
+            let surface = surface(yes);
             let report = match file {
                 Some(f) if f.as_os_str() == "-" => {
                     let mut text = String::new();
@@ -251,9 +249,9 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                         &mut text,
                     )
                     .map_err(|e| Failure::new("invalid_input", format!("stdin: {e}")))?;
-                    mcp.import(&text, replace)?
+                    rt.block_on(mcp.import(&text, replace, surface.as_ref()))?
                 }
-                Some(f) => mcp.import_file(&f, replace)?,
+                Some(f) => rt.block_on(mcp.import_file(&f, replace, surface.as_ref()))?,
                 None => {
                     let path =
                         hearth_core::McpService::claude_desktop_config().ok_or_else(|| {
@@ -265,7 +263,7 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
                     if !out.json {
                         println!("Reading {}", path.display());
                     }
-                    mcp.import_file(&path, replace)?
+                    rt.block_on(mcp.import_file(&path, replace, surface.as_ref()))?
                 }
             };
             if out.json {

@@ -42,15 +42,18 @@ pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        ToolsCommand::Risk { tool, risk } => {
+        ToolsCommand::Risk { tool, risk, yes } => {
             let risk = match risk.as_str() {
                 "read" => hearth_core::tools::Risk::Read,
                 "write" => hearth_core::tools::Risk::Write,
                 _ => hearth_core::tools::Risk::Destructive,
             };
-            Hearth::open_oneshot(&open_options()?)?
-                .mcp()
-                .set_risk(&tool, risk)?;
+            let mcp = Hearth::open_oneshot(&open_options()?)?.mcp();
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Failure::new("internal", e.to_string()))?
+                .block_on(mcp.set_risk(&tool, risk, crate::mcp::surface(yes).as_ref()))?;
             if out.json {
                 out.print_json(
                     &serde_json::json!({"name": tool, "risk": risk, "risk_source": "user"}),
@@ -242,17 +245,32 @@ pub fn prompt_text(r: &ConsentRequest) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let mut p = format!(
-        "{PROMPT_MARKER}Hearth wants to run a tool.\n  tool:      {} ({})\n  risk:      {}\n  why asked: {}\n",
-        escape(&r.tool),
-        escape(&r.origin.label()),
-        r.risk.as_str(),
-        escape(&r.reason)
-    );
+    // An act that lowers caution (not a tool call) is confirmed with the same prompt.
+    let mut p = if r.call_id == "confirm" {
+        format!(
+            "{PROMPT_MARKER}Hearth asks you to confirm: {} ({})\n  why asked: {}\n",
+            escape(&r.tool),
+            escape(&r.origin.label()),
+            escape(&r.reason)
+        )
+    } else {
+        format!(
+            "{PROMPT_MARKER}Hearth wants to run a tool.\n  tool:      {} ({})\n  risk:      {}\n  why asked: {}\n",
+            escape(&r.tool),
+            escape(&r.origin.label()),
+            r.risk.as_str(),
+            escape(&r.reason)
+        )
+    };
     if let Some(by) = &r.escalated_by {
         p.push_str(&format!("  before it: {}\n", escape(by)));
     }
-    p.push_str(&format!("  arguments:\n{}\n", indent(&r.arguments)));
+    let label = if r.call_id == "confirm" {
+        "details"
+    } else {
+        "arguments"
+    };
+    p.push_str(&format!("  {label}:\n{}\n", indent(&r.arguments)));
     if let Some(preview) = &r.preview {
         p.push_str(&format!("  preview:\n{}\n", indent(preview)));
     }

@@ -107,6 +107,7 @@ async fn the_filesystem_servers_tools_are_listed_with_their_risks_and_none_is_of
         &[
             "mcp",
             "add",
+            "--yes",
             "fs",
             "--",
             "node",
@@ -177,6 +178,7 @@ async fn the_filesystem_servers_tools_are_listed_with_their_risks_and_none_is_of
             "--json",
             "mcp",
             "add",
+            "--yes",
             "broken",
             "--",
             "node",
@@ -202,7 +204,7 @@ async fn approved_filesystem_reads_run_unasked_writes_ask_with_their_arguments_a
     hearth_ok_with(
         &home,
         &setup,
-        &["mcp", "add", "fs", "--", "node", &fs, &d],
+        &["mcp", "add", "--yes", "fs", "--", "node", &fs, &d],
         None,
     )
     .await;
@@ -366,6 +368,7 @@ async fn a_stdio_server_gets_no_hearth_or_provider_variables() {
         &[
             "mcp",
             "add",
+            "--yes",
             "ev",
             "--env",
             "GREETING",
@@ -439,6 +442,7 @@ async fn add_shifty(home: &Home, setup: &LlmServer, name: &str, state: &Path) {
         &[
             "mcp",
             "add",
+            "--yes",
             name,
             "--env",
             "SHIFTY_STATE",
@@ -671,6 +675,7 @@ async fn secrets_go_to_the_keyring_and_what_a_server_echoes_is_in_no_file() {
             "--json",
             "mcp",
             "add",
+            "--yes",
             "k",
             "--env",
             "SHIFTY_STATE",
@@ -781,6 +786,7 @@ async fn a_streamable_http_server_is_listed_called_and_a_long_call_is_cancelled_
         &[
             "mcp",
             "add",
+            "--yes",
             "ev",
             "--url",
             &http.url,
@@ -909,7 +915,7 @@ async fn a_claude_desktop_config_imports_with_its_secrets_in_the_keyring_exports
     let out = hearth_env(
         &home,
         &setup,
-        &["--json", "mcp", "import", "--claude-desktop"],
+        &["--json", "mcp", "import", "--yes", "--claude-desktop"],
         &env,
     )
     .await;
@@ -1022,7 +1028,7 @@ async fn a_claude_desktop_config_imports_with_its_secrets_in_the_keyring_exports
     let out = hearth_env(
         &home,
         &setup,
-        &["--json", "mcp", "import", "--claude-desktop"],
+        &["--json", "mcp", "import", "--yes", "--claude-desktop"],
         &env,
     )
     .await;
@@ -1042,6 +1048,7 @@ async fn a_claude_desktop_config_imports_with_its_secrets_in_the_keyring_exports
             "--json",
             "mcp",
             "import",
+            "--yes",
             redacted.to_str().expect("utf-8"),
             "--replace",
         ],
@@ -1099,7 +1106,7 @@ async fn with_over_sixty_tools_the_tools_array_and_the_history_prefix_stay_the_s
     ];
     let mut listed = 0;
     for (name, args) in &servers {
-        let mut all = vec!["mcp", "add", name, "--", "node"];
+        let mut all = vec!["mcp", "add", "--yes", name, "--", "node"];
         all.extend(args.iter().map(String::as_str));
         let added = hearth_ok_with(&home, &setup, &all, None).await;
         let n = added["tools"].as_array().map_or(0, Vec::len);
@@ -1204,7 +1211,7 @@ async fn add_hostile(
     replace: bool,
 ) -> Value {
     let js = hostile();
-    let mut args = vec!["mcp", "add", name, "--env", "HOSTILE_TARGET"];
+    let mut args = vec!["mcp", "add", "--yes", name, "--env", "HOSTILE_TARGET"];
     if replace {
         args.push("--replace");
     }
@@ -1219,7 +1226,7 @@ async fn an_mcp_servers_annotations_are_claims_a_lying_read_only_tool_asks_and_d
     let docs = folder(&home, "docs", &[("taxes.txt", "2025 return")]);
     let target = docs.join("taxes.txt");
     add_hostile(&home, &setup, "liar", "liar", &target, false).await;
-    let approved = hearth_ok_with(&home, &setup, &["mcp", "approve", "liar"], None).await;
+    let approved = hearth_ok_with(&home, &setup, &["mcp", "approve", "liar", "--yes"], None).await;
     assert_eq!(approved["labels_accepted"], false, "{approved}");
     // Claim and effective tier side by side: the claim is read-only, the tier destructive.
     let tools = by_name(&hearth_ok_with(&home, &setup, &["mcp", "tools", "liar"], None).await);
@@ -1436,6 +1443,7 @@ async fn an_endless_tools_list_is_cut_at_the_page_cap_and_the_chat_goes_on_witho
                     "--json",
                     "mcp",
                     "add",
+                    "--yes",
                     "pager2",
                     "--env",
                     "HOSTILE_TARGET",
@@ -1468,6 +1476,7 @@ async fn secrets_never_go_over_plain_http_to_another_computer_and_url_tokens_are
                 "--json",
                 "mcp",
                 "add",
+                "--yes",
                 "remote",
                 "--url",
                 "http://mcp.example.com/mcp",
@@ -1493,7 +1502,7 @@ async fn secrets_never_go_over_plain_http_to_another_computer_and_url_tokens_are
     hearth_ok_with(
         &home,
         &setup,
-        &["mcp", "import", "-"],
+        &["mcp", "import", "--yes", "-"],
         Some(&config.to_string()),
     )
     .await;
@@ -1508,4 +1517,77 @@ async fn secrets_never_go_over_plain_http_to_another_computer_and_url_tokens_are
     // Asked for, with the secrets, it is whole (the user's own file).
     let whole = output(home.cmd(&setup, &["mcp", "export", "--include-secrets", "--yes"])).await;
     assert!(String::from_utf8_lossy(&whole.stdout).contains("tok-SECRET-9"));
+}
+
+#[tokio::test]
+async fn lowering_caution_needs_the_user_on_a_terminal_or_their_yes_never_a_script_alone() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    let docs = folder(&home, "docs", &[("a.txt", "alpha")]);
+    let js = hostile();
+    let target = docs.join("a.txt");
+    // No terminal and no --yes: adding a server (it starts a program) is refused, nothing
+    // is stored and nothing started.
+    let out = detached(
+        home.cmd(
+            &setup,
+            &[
+                "--json",
+                "mcp",
+                "add",
+                "liar",
+                "--env",
+                "HOSTILE_TARGET",
+                "--",
+                "node",
+                &js,
+                "liar",
+            ],
+        ),
+        Some(&format!("{}\n", target.display())),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["error"]["code"], "confirmation_required");
+    let list = hearth_ok_with(&home, &setup, &["mcp", "list"], None).await;
+    assert_eq!(list, json!([]));
+    // On a terminal the user is shown the program and says yes.
+    let work = home.root.parent().expect("tmp").to_path_buf();
+    let cmd = home.cmd(
+        &setup,
+        &["--json", "mcp", "add", "liar", "--", "node", &js, "liar"],
+    );
+    let (added, terminal) = on_a_terminal(cmd, "y\n", &work).await;
+    assert!(
+        terminal.contains("Hearth asks you to confirm: add the MCP server liar"),
+        "{terminal}"
+    );
+    assert!(terminal.contains("hostile.mjs"), "{terminal}");
+    assert_eq!(added["state"], "ready", "{added}");
+    // Approving, accepting labels and lowering a tier: refused without the user.
+    for args in [
+        vec!["--json", "mcp", "approve", "liar"],
+        vec!["--json", "mcp", "approve", "liar", "--accept-labels"],
+        vec!["--json", "tools", "risk", "liar__tidy", "read"],
+    ] {
+        let out = output(home.cmd(&setup, &args)).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            json_of(&out)["error"]["code"],
+            "confirmation_required",
+            "{args:?}"
+        );
+    }
+    let tools = by_name(&hearth_ok_with(&home, &setup, &["mcp", "tools", "liar"], None).await);
+    assert_eq!(tools["liar__tidy"]["state"], "needs_approval");
+    assert_eq!(tools["liar__tidy"]["risk"], "destructive");
+    // Raising a tier lowers nothing: no question.
+    hearth_ok_with(&home, &setup, &["mcp", "approve", "liar", "--yes"], None).await;
+    hearth_ok_with(
+        &home,
+        &setup,
+        &["tools", "risk", "liar__post", "destructive"],
+        None,
+    )
+    .await;
 }

@@ -435,10 +435,19 @@ mod tests {
     fn an_intact_log_verifies_and_a_nulled_payload_keeps_it_valid() {
         let (_d, store) = store();
         let audit = Audit::new(store.clone());
-        assert!(audit.verify().expect("verify").ok, "an empty log is fine");
+        // A log with no first entry is not intact: the store writes one when it opens
+        // (the façade calls `ensure_started`).
+        let v = audit.verify().expect("verify");
+        assert_eq!((v.ok, v.first_bad_seq), (false, Some(1)), "{v:?}");
+        audit.ensure_started().expect("start");
+        assert_eq!(
+            store.audit_genesis().expect("id file").map(|g| g.len()),
+            Some(64),
+            "the id file names the first entry"
+        );
         add(&store, 5, Some("c1"));
         let v = audit.verify().expect("verify");
-        assert_eq!((v.ok, v.entries, v.first_bad_seq), (true, 5, None));
+        assert_eq!((v.ok, v.entries, v.first_bad_seq), (true, 6, None));
         assert_eq!(audit.forget_payloads().expect("forget"), 5);
         let v = audit.verify().expect("verify");
         assert!(v.ok, "{v:?}");

@@ -111,6 +111,10 @@ pub enum Error {
     },
 
     /// A background task was cancelled or panicked.
+    /// An act that lowers caution (adding an MCP server, approving its tools, accepting
+    /// its labels, lowering a tier) was not confirmed on the consent surface.
+    #[error("not confirmed: {0}")]
+    NotConfirmed(String),
     #[error("internal task failed: {0}")]
     Task(String),
 
@@ -143,6 +147,7 @@ impl Error {
             Error::Service(e) => e.code,
             Error::Task(_) => "internal",
             Error::McpStart { .. } => "mcp_start_failed",
+            Error::NotConfirmed(_) => "confirmation_required",
         }
     }
 

@@ -68,8 +68,9 @@ async fn catalog(root: &Path) -> Vec<ToolSpec> {
         server("cat", &[path(servers_dir().join("catalog.mjs"))]),
     ] {
         let name = s.name.clone();
-        mcp.add(s, false).await.expect("the server starts");
-        mcp.approve(&name, &[], false).expect("approve");
+        let yes = hearth_core::tools::gate::ConfirmedAhead;
+        mcp.add(s, false, &yes).await.expect("the server starts");
+        mcp.approve(&name, &[], false, &yes).await.expect("approve");
     }
     mcp.shutdown().await;
     hearth

@@ -7,11 +7,12 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::Hearth;
+use crate::tools::gate::{Act, Consent, confirm};
 use crate::tools::mcp::config::{Secrets, Transport, resolve_command};
 use crate::tools::mcp::desktop::{self, DesktopServer, REDACTED, Skipped};
 use crate::tools::mcp::registry::{Registry, ServerRow, ToolRow, definition_diff};
 use crate::tools::mcp::{Definition, ToolState};
-use crate::tools::{Risk, ToolInfo};
+use crate::tools::{Origin, Risk, ToolInfo};
 use crate::{Error, Result};
 
 /// A server to add.
@@ -171,13 +172,22 @@ impl McpService {
 
     /// Adds a server: stores its config (a bare command resolved on PATH to an absolute
     /// path; env and header values in the keyring), starts it once to list its tools and
-    /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`).
-    pub async fn add(&self, new: NewServer, replace: bool) -> Result<ServerReport> {
+    /// approves nothing. If it does not start, nothing is kept (`mcp_start_failed`). It
+    /// starts a program of the user's choosing, so the user confirms it first on
+    /// `surface` (the consent window, the terminal, or `--yes`): `confirmation_required`.
+    pub async fn add(
+        &self,
+        new: NewServer,
+        replace: bool,
+        surface: &dyn Consent,
+    ) -> Result<ServerReport> {
         let transport = Self::transport_of(new.command.as_deref(), &new.args, new.url.as_deref())?;
         if let Transport::Http { url } = &transport {
             crate::tools::mcp::config::check_secrets_travel(url, !new.headers.is_empty())
                 .map_err(Error::InvalidInput)?;
         }
+        crate::tools::mcp::config::check_name(&new.name)?;
+        confirm(surface, &Self::add_act(&new.name, &transport, &new)).await?;
         let secrets = Secrets {
             env: new.env,
             headers: new.headers,
@@ -195,6 +205,29 @@ impl McpService {
             });
         }
         self.report(&server.name)
+    }
+
+    /// The question adding a server asks.
+    fn add_act(name: &str, transport: &Transport, new: &NewServer) -> Act {
+        let (program, reason) = match transport {
+            Transport::Stdio { command, args } => (
+                serde_json::json!({"command": command.to_string_lossy(), "args": args,
+                                   "env": new.env.keys().collect::<Vec<_>>()}),
+                "it starts this program on this computer, as you, whenever its tools are \
+                 listed or used",
+            ),
+            Transport::Http { url } => (
+                serde_json::json!({"url": crate::tools::mcp::config::redact_url(url),
+                                   "headers": new.headers.keys().collect::<Vec<_>>()}),
+                "Hearth will connect to this service and send it what its tools are given",
+            ),
+        };
+        Act {
+            what: format!("add the MCP server {name}"),
+            origin: Origin::Mcp(name.to_owned()),
+            reason: reason.into(),
+            details: serde_json::to_string_pretty(&program).unwrap_or_default(),
+        }
     }
 
     fn report(&self, name: &str) -> Result<ServerReport> {
@@ -217,16 +250,54 @@ impl McpService {
     }
 
     /// Imports the servers of a desktop config file (read bounded): see [`Self::import`].
-    pub fn import_file(&self, path: &Path, replace: bool) -> Result<ImportReport> {
-        self.import(&desktop::read_file(path)?, replace)
+    pub async fn import_file(
+        &self,
+        path: &Path,
+        replace: bool,
+        surface: &dyn Consent,
+    ) -> Result<ImportReport> {
+        self.import(&desktop::read_file(path)?, replace, surface)
+            .await
     }
 
     /// Imports the servers of a desktop config (`{"mcpServers": …}`): bare commands
     /// resolved on PATH to absolute paths, env and header values to the keyring, unknown
     /// keys ignored (and noted), a name that exists skipped unless `replace`. Starts
-    /// nothing and approves nothing: each server is `new` until its tools are listed.
-    pub fn import(&self, text: &str, replace: bool) -> Result<ImportReport> {
+    /// nothing and approves nothing: each server is `new` until its tools are listed. The
+    /// servers are programs Hearth will start, so the user confirms the import on
+    /// `surface` first (`confirmation_required`).
+    pub async fn import(
+        &self,
+        text: &str,
+        replace: bool,
+        surface: &dyn Consent,
+    ) -> Result<ImportReport> {
         let (servers, mut skipped) = desktop::parse(text)?;
+        if !servers.is_empty() {
+            let listed: Vec<serde_json::Value> = servers
+                .iter()
+                .map(|s| match (&s.command, &s.url) {
+                    (Some(c), _) => {
+                        serde_json::json!({"name": s.name, "command": c, "args": s.args})
+                    }
+                    (None, Some(u)) => serde_json::json!({"name": s.name,
+                        "url": crate::tools::mcp::config::redact_url(u)}),
+                    _ => serde_json::json!({"name": s.name}),
+                })
+                .collect();
+            confirm(
+                surface,
+                &Act {
+                    what: format!("import {} MCP servers", servers.len()),
+                    origin: Origin::BuiltIn,
+                    reason: "each is a program Hearth will start on this computer, as you, \
+                             when its tools are listed or used"
+                        .into(),
+                    details: serde_json::to_string_pretty(&listed).unwrap_or_default(),
+                },
+            )
+            .await?;
+        }
         let registry = self.registry();
         let mut imported = Vec::new();
         for s in servers {
@@ -400,9 +471,64 @@ impl McpService {
     /// Approves the server's tools as listed now (or those `tools` name), pinning their
     /// definitions. With `accept_labels` the user takes the server's annotations as those
     /// tools' tiers; without, each is `destructive` (asks every time, never granted)
-    /// until the user accepts its labels or sets its tier. Returns how many were approved.
-    pub fn approve(&self, name: &str, tools: &[String], accept_labels: bool) -> Result<usize> {
-        self.registry().approve(name, tools, accept_labels)
+    /// until the user accepts its labels or sets its tier. The user confirms it on
+    /// `surface` first, shown each tool with its claim (`confirmation_required`). Returns
+    /// how many were approved.
+    pub async fn approve(
+        &self,
+        name: &str,
+        tools: &[String],
+        accept_labels: bool,
+        surface: &dyn Consent,
+    ) -> Result<usize> {
+        let registry = self.registry();
+        registry.require(name)?;
+        let rows: Vec<ToolRow> = registry
+            .tools(name)?
+            .into_iter()
+            .filter(|r| {
+                tools.is_empty()
+                    || tools
+                        .iter()
+                        .any(|t| r.definition.name == *t || r.exposed == *t)
+            })
+            .collect();
+        let listed: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let (claim, open) = r.claim();
+                format!(
+                    "{}: claims {}{}",
+                    r.exposed,
+                    claim.as_str(),
+                    if open { ", reaches outside" } else { "" }
+                )
+            })
+            .collect();
+        let act = Act {
+            what: {
+                let n = rows.len();
+                let tools = if n == 1 { "tool" } else { "tools" };
+                if accept_labels {
+                    format!("approve {n} {tools} of {name} and trust its labels")
+                } else {
+                    format!("approve {n} {tools} of {name}")
+                }
+            },
+            origin: Origin::Mcp(name.to_owned()),
+            reason: if accept_labels {
+                "the server's own labels become these tools' tiers: one it calls read-only \
+                 runs without asking"
+                    .into()
+            } else {
+                "these tools will be offered to the model; each asks before it runs until you \
+                 accept the server's labels or set its tier"
+                    .into()
+            },
+            details: listed.join("\n"),
+        };
+        confirm(surface, &act).await?;
+        registry.approve(name, tools, accept_labels)
     }
 
     /// What changed since the user approved: every tool that is not enabled, with a diff.
@@ -488,14 +614,50 @@ impl McpService {
     }
 
     /// Sets the risk tier of a tool (an MCP tool by its exposed name; built-ins keep
-    /// theirs).
-    pub fn set_risk(&self, tool: &str, risk: Risk) -> Result<()> {
+    /// theirs). A tier lower than the one the gate applies now lowers caution: the user
+    /// confirms it on `surface` first (`confirmation_required`).
+    pub async fn set_risk(&self, tool: &str, risk: Risk, surface: &dyn Consent) -> Result<()> {
         if Self::builtins().iter().any(|b| b == tool) {
             return Err(Error::InvalidInput(format!(
                 "{tool} is built in; its risk tier is fixed"
             )));
         }
-        if !self.registry().set_risk(tool, Some(risk))? {
+        let registry = self.registry();
+        let Some(row) = registry
+            .all_tools()?
+            .into_iter()
+            .find(|t| t.exposed == tool)
+        else {
+            return Err(Error::NotFound(format!("no MCP tool named {tool:?}")));
+        };
+        let (now, _) = row.risk();
+        if risk < now {
+            let (claim, _) = row.claim();
+            confirm(
+                surface,
+                &Act {
+                    what: format!("make {tool} {}", risk.as_str()),
+                    origin: Origin::Mcp(row.server.clone()),
+                    reason: format!(
+                        "it is {} now; as {} it {}",
+                        now.as_str(),
+                        risk.as_str(),
+                        if risk == Risk::Read {
+                            "runs without asking"
+                        } else {
+                            "can be allowed ahead (a grant or --allow-writes)"
+                        }
+                    ),
+                    details: format!(
+                        "{tool}: the server claims {}\n{}",
+                        claim.as_str(),
+                        row.definition.description
+                    ),
+                },
+            )
+            .await?;
+        }
+        if !registry.set_risk(tool, Some(risk))? {
             return Err(Error::NotFound(format!("no MCP tool named {tool:?}")));
         }
         Ok(())

@@ -64,6 +64,72 @@ pub trait Consent: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 }
 
+/// An act that lowers caution without being a tool call — an MCP server added (it starts a
+/// program), tools approved or their server's labels accepted, a lower tier set. Lowering
+/// caution needs the consent surface (issue 31): the user confirms it in the app's consent
+/// window or on the terminal, never in the main window alone.
+#[derive(Debug, Clone)]
+pub struct Act {
+    /// What would be done, as the question's title: "add the MCP server notes".
+    pub what: String,
+    pub origin: Origin,
+    /// Why it is asked.
+    pub reason: String,
+    /// What exactly: the command and arguments, the tools and their claims (shown whole).
+    pub details: String,
+}
+
+/// Asks `surface` to confirm `act`: allowed (once, or any lasting answer, which an act
+/// never stores) is `Ok`; a denial, no one to ask or no answer in time is `NotConfirmed`.
+pub async fn confirm(surface: &dyn Consent, act: &Act) -> crate::Result<()> {
+    let request = ConsentRequest {
+        call_id: "confirm".into(),
+        tool: escape_for_display(&act.what),
+        origin: act.origin.clone(),
+        // Shown as what it can lead to; never offered "always".
+        risk: Risk::Destructive,
+        arguments: escape_for_display(&act.details),
+        preview: None,
+        reason: act.reason.clone(),
+        escalated_by: None,
+        offers_always: false,
+        offers_conversation: false,
+    };
+    match tokio::time::timeout(
+        env_ms("HEARTH_CONSENT_TIMEOUT_MS", CONSENT_TIMEOUT),
+        surface.ask(&request),
+    )
+    .await
+    {
+        Ok(Answer::AllowOnce | Answer::AllowConversation | Answer::AllowAlways) => Ok(()),
+        Ok(Answer::Deny(_)) => Err(crate::Error::NotConfirmed(format!(
+            "you did not allow this: {}",
+            act.what
+        ))),
+        Ok(Answer::NoSurface) => Err(crate::Error::NotConfirmed(format!(
+            "{} needs your confirmation: run on a terminal and answer y, or pass --yes",
+            act.what
+        ))),
+        Err(_) => Err(crate::Error::NotConfirmed(format!(
+            "{} was not confirmed in time",
+            act.what
+        ))),
+    }
+}
+
+/// The surface of a front end whose user confirmed ahead (`--yes` on a scripted command
+/// line): it allows the act it is given. Never a surface for tool calls.
+pub struct ConfirmedAhead;
+
+impl Consent for ConfirmedAhead {
+    fn ask<'a>(
+        &'a self,
+        _request: &'a ConsentRequest,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async { Answer::AllowOnce })
+    }
+}
+
 /// How tools run in a turn.
 #[derive(Clone)]
 pub struct ToolSettings {
