@@ -107,7 +107,11 @@ pub async fn set_folder_writable<R: Runtime>(
 ) -> Result<(), ErrorDto> {
     let SetFolderWritableArgs { path, writable } = args.0;
     let folders = folders(&state)?;
-    blocking(move || folders.set_writable(Path::new(&path), writable)).await?;
+    // Making a folder writable is confirmed in the consent window (the core asks), never
+    // by this window alone.
+    folders
+        .set_writable(Path::new(&path), writable, state.consent.as_ref())
+        .await?;
     changed(&app);
     Ok(())
 }

@@ -1495,6 +1495,7 @@ async fn a_delete_the_model_asks_for_waits_in_the_consent_window_and_deny_keeps_
             "add",
             docs.to_str().expect("utf-8"),
             "--writable",
+            "--yes",
         ],
         "",
     );
@@ -1697,6 +1698,7 @@ async fn asked_from_the_quick_prompt_with_the_main_window_hidden_a_notification_
             "add",
             docs.to_str().expect("utf-8"),
             "--writable",
+            "--yes",
         ],
         "",
     );
@@ -1745,25 +1747,7 @@ async fn asked_from_the_quick_prompt_with_the_main_window_hidden_a_notification_
     );
 
     // Allow once, in the consent window.
-    eventually("the consent window's question", || async {
-        switch_to(&client, Win::Consent).await.then_some(())?;
-        let d = client
-            .find(Locator::Css("[role='alertdialog']"))
-            .await
-            .ok()?;
-        d.text().await.ok()?.contains("delete_file").then_some(())
-    })
-    .await;
-    client
-        .execute(
-            "const once = [...document.querySelectorAll('button')]
-               .find((b) => b.textContent.trim() === 'Allow once');
-             setTimeout(() => once.click(), 0);
-             return !!once;",
-            vec![],
-        )
-        .await
-        .expect("click Allow once");
+    allow_in_consent_window(&client, "delete_file").await;
     let trashed = sandbox.root.join("data/Trash/files/old-draft.txt");
     eventually("the file in the trash", || async {
         (!target.exists() && trashed.exists()).then_some(())
@@ -1821,6 +1805,7 @@ async fn always_allow_lets_the_next_write_run_unasked_and_each_call_shows_in_the
             "add",
             docs.to_str().expect("utf-8"),
             "--writable",
+            "--yes",
         ],
         "",
     );
@@ -2046,6 +2031,7 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
     // Adding a server starts a program: the main window cannot do it alone. The consent
     // window asks, showing the command; allowed once there.
     allow_in_consent_window(&client, "add the MCP server fs").await;
+    to_main(&client).await;
 
     // The app started the real server and lists its tools, none approved: per row, the
     // exposed name, the risk badge and the state.
@@ -2127,6 +2113,7 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
     .await
     .expect("approve one tool");
     allow_in_consent_window(&client, "approve 1 tool of fs").await;
+    to_main(&client).await;
     let rows = eventually("read_text_file on", || {
         mcp_tool_rows(&client, |rows| {
             rows.iter()
@@ -2170,8 +2157,8 @@ async fn the_filesystem_server_added_on_the_tools_screen_lists_its_tools_for_app
 
 /// The MCP tool rows on the Tools screen — (exposed name, risk badge, state) — once `ready`
 /// holds for them.
-/// Waits for the consent window to show a question containing `what`, clicks "Allow once"
-/// there, and goes back to the main window.
+/// Waits for the consent window to show a question containing `what` and clicks "Allow
+/// once" there (a screenshot of the question is kept in artifacts/e2e).
 async fn allow_in_consent_window(client: &Client, what: &str) {
     eventually("the consent window's question", || async {
         switch_to(client, Win::Consent).await.then_some(())?;
@@ -2196,6 +2183,10 @@ async fn allow_in_consent_window(client: &Client, what: &str) {
         )
         .await
         .expect("click Allow once");
+}
+
+/// Back to the main window.
+async fn to_main(client: &Client) {
     eventually("the main window", || async {
         switch_to(client, Win::Main).await.then_some(())
     })

@@ -274,6 +274,10 @@ pub enum FoldersCommand {
         /// Make the folder read-only for tools again (the default for a new folder).
         #[arg(long)]
         no_writable: bool,
+        /// Do not ask for confirmation of --writable (asked on a terminal; elsewhere
+        /// required).
+        #[arg(long)]
+        yes: bool,
     },
     /// Stop watching a folder; its index (chunks, vectors) goes, its files stay untouched.
     Remove { path: std::path::PathBuf },

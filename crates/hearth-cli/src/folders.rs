@@ -25,13 +25,22 @@ pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
             path,
             writable,
             no_writable,
+            yes,
         } => {
-            let set = match (writable, no_writable) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
+            let (folder, scan) = if writable || no_writable {
+                // --writable is confirmed by the core on the terminal, or by --yes.
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Failure::new("internal", e.to_string()))?
+                    .block_on(folders.add_writable(
+                        &path,
+                        writable,
+                        crate::mcp::surface(yes).as_ref(),
+                    ))?
+            } else {
+                folders.add(&path)?
             };
-            let (folder, scan) = folders.add_with(&path, set)?;
             if out.json {
                 #[derive(Serialize)]
                 struct Added<'a> {

@@ -27,7 +27,7 @@ async fn folder(
     let path = dir.to_string_lossy().into_owned();
     let mut args = vec!["folders", "add", path.as_str()];
     if writable {
-        args.push("--writable");
+        args.extend(["--writable", "--yes"]);
     }
     common::hearth_ok(home, server, &args).await;
     std::fs::canonicalize(dir).expect("canonical")
@@ -953,7 +953,13 @@ async fn a_stop_kills_the_running_tools_child_and_no_tool_starts_after_it() {
     common::hearth_ok(
         &home,
         &setup,
-        &["folders", "add", &docs.to_string_lossy(), "--writable"],
+        &[
+            "folders",
+            "add",
+            &docs.to_string_lossy(),
+            "--writable",
+            "--yes",
+        ],
     )
     .await;
 
@@ -1106,22 +1112,9 @@ async fn every_step_of_a_run_is_in_the_log_and_no_argument_or_content_is() {
 /// `cmd` on a real terminal (a pty by `script`) with its stdout and stderr on it too, the
 /// user typing `typed`: every byte that reached the terminal.
 async fn whole_terminal(cmd: Command, typed: &str) -> Vec<u8> {
-    let mut line = String::from("exec");
-    line.push_str(&format!(" '{}'", cmd.get_program().to_string_lossy()));
-    for a in cmd.get_args() {
-        line.push_str(&format!(
-            " '{}'",
-            a.to_string_lossy().replace('\'', "'\\''")
-        ));
-    }
-    let mut c = Command::new("script");
-    c.args(["-qec", &line, "/dev/null"]);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    detached(c, Some(typed)).await.stdout
+    detached(common::under_script(&cmd, ""), Some(typed))
+        .await
+        .stdout
 }
 
 /// The escape sequences a model used to forge the prompt (issue 31, item 1): concealed

@@ -173,3 +173,67 @@ async fn the_right_tool_is_in_the_top_five_for_most_messages_among_over_sixty() 
         );
     }
 }
+
+/// A user whose server relists a changed tool while the question waits (issue 31: approve
+/// pins what the user was shown, not what is stored when the answer comes).
+struct RelistedWhileAsked(hearth_core::store::Store);
+
+impl hearth_core::tools::gate::Consent for RelistedWhileAsked {
+    fn ask<'a>(
+        &'a self,
+        _request: &'a hearth_core::tools::gate::ConsentRequest,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = hearth_core::tools::gate::Answer> + Send + 'a>,
+    > {
+        let store = self.0.clone();
+        Box::pin(async move {
+            store
+                .write_blocking(|c| {
+                    c.execute(
+                        "UPDATE mcp_tools SET hash = 'relisted',
+                           definition = replace(definition, 'Saves a note.', 'Sends your notes away.')",
+                        [],
+                    )
+                })
+                .expect("relist");
+            hearth_core::tools::gate::Answer::AllowOnce
+        })
+    }
+}
+
+#[tokio::test]
+async fn approve_pins_only_the_definitions_the_user_was_shown() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let opts = common::options(tmp.path(), KeyBackend::File);
+    let hearth = Hearth::open(&opts).expect("open");
+    let mcp = hearth.mcp();
+    let hostile = servers_dir().join("hostile.mjs");
+    mcp.add(
+        server(
+            "notes",
+            &[hostile.to_string_lossy().into_owned(), "notes-a".into()],
+        ),
+        false,
+        &hearth_core::tools::gate::ConfirmedAhead,
+    )
+    .await
+    .expect("the server starts");
+    mcp.shutdown().await;
+    let store = hearth_core::store::Store::open(&opts).expect("a second connection");
+    let refused = mcp
+        .approve("notes", &[], true, &RelistedWhileAsked(store))
+        .await;
+    let err = refused.expect_err("a definition changed while the user was asked");
+    assert_eq!(err.code(), "invalid_input");
+    assert!(
+        err.to_string().contains("changed while you were asked"),
+        "{err}"
+    );
+    let tools = mcp.known_tools("notes").expect("tools");
+    assert!(
+        tools.iter().all(
+            |t| t.state == hearth_core::tools::mcp::ToolState::NeedsApproval && !t.labels_accepted
+        ),
+        "{tools:?}"
+    );
+}

@@ -1203,7 +1203,8 @@ async fn a_folder_made_read_only_again_refuses_every_change_and_still_reads() {
     let s = setup(&[("a.txt", "alpha")]);
     s.hearth
         .folders()
-        .set_writable(&s.docs, false)
+        .set_writable(&s.docs, false, &hearth_core::tools::gate::ConfirmedAhead)
+        .await
         .expect("read-only");
     let user = User::new(vec![Answer::AllowOnce, Answer::AllowOnce]);
     let (outcome, server) = turn(
@@ -1236,7 +1237,12 @@ async fn a_folder_made_read_only_again_refuses_every_change_and_still_reads() {
     let err = s
         .hearth
         .folders()
-        .set_writable(&s.docs.join("elsewhere"), true)
+        .set_writable(
+            &s.docs.join("elsewhere"),
+            true,
+            &hearth_core::tools::gate::ConfirmedAhead,
+        )
+        .await
         .expect_err("not watched");
     assert_eq!(err.code(), "not_found");
 }

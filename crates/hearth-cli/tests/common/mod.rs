@@ -270,6 +270,28 @@ pub async fn detached(cmd: Command, stdin: Option<&str>) -> Output {
     .expect("join")
 }
 
+/// `cmd` as `script` runs it on a pty of its own (with `cmd`'s environment), `redirect`
+/// appended to its shell line (e.g. ` > out 2> err`; empty: everything on the terminal).
+pub fn under_script(cmd: &Command, redirect: &str) -> Command {
+    let mut line = String::from("exec");
+    line.push_str(&format!(" '{}'", cmd.get_program().to_string_lossy()));
+    for a in cmd.get_args() {
+        line.push_str(&format!(
+            " '{}'",
+            a.to_string_lossy().replace('\'', "'\\''")
+        ));
+    }
+    line.push_str(redirect);
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"]);
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
 /// `cmd` run on a real terminal (a pty by `script`), the user typing `typed`; stdout and
 /// stderr go to files, so the terminal carries only the consent prompt. Returns the
 /// command's JSON output and the terminal's text.
@@ -280,22 +302,10 @@ pub async fn on_a_terminal(
 ) -> (serde_json::Value, String) {
     let out = dir.join("out.json");
     let err = dir.join("err.txt");
-    let mut line = String::from("exec");
-    line.push_str(&format!(" '{}'", cmd.get_program().to_string_lossy()));
-    for a in cmd.get_args() {
-        line.push_str(&format!(
-            " '{}'",
-            a.to_string_lossy().replace('\'', "'\\''")
-        ));
-    }
-    line.push_str(&format!(" > '{}' 2> '{}'", out.display(), err.display()));
-    let mut c = Command::new("script");
-    c.args(["-qec", &line, "/dev/null"]);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
+    let c = under_script(
+        &cmd,
+        &format!(" > '{}' 2> '{}'", out.display(), err.display()),
+    );
     let tty = detached(c, Some(typed)).await;
     let json = std::fs::read(&out).unwrap_or_default();
     let terminal = String::from_utf8_lossy(&tty.stdout).into_owned();

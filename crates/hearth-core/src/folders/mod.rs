@@ -372,7 +372,7 @@ impl Folders {
         })
     }
 
-    fn require(&self, path: &Path) -> Result<Folder> {
+    pub fn require(&self, path: &Path) -> Result<Folder> {
         self.find(path)?
             .ok_or_else(|| Error::NotFound(format!("{} is not a watched folder", path.display())))
     }

@@ -186,14 +186,46 @@ impl FolderService {
         self.add_with(path, None)
     }
 
-    /// As [`FolderService::add`], also making the folder writable for tools (`Some(true)`)
-    /// or not (`Some(false)`); `None` leaves a re-added folder as it was (a new one is
-    /// read-only for tools).
-    pub fn add_with(
+    /// As [`FolderService::add`], also making the folder writable for tools (`true`) or
+    /// read-only again (`false`). Making it writable lowers caution: the user confirms it
+    /// on `surface` first (the app's consent window, the terminal, or `--yes`), else
+    /// `confirmation_required` and nothing is added.
+    pub async fn add_writable(
         &self,
         path: &Path,
-        writable: Option<bool>,
+        writable: bool,
+        surface: &dyn crate::tools::gate::Consent,
     ) -> Result<(FolderSummary, ScanReport)> {
+        if writable {
+            crate::tools::gate::confirm(surface, &Self::writable_act(path)).await?;
+        }
+        let (me, path) = (FolderService::new(self.hearth.clone()), path.to_owned());
+        tokio::task::spawn_blocking(move || me.add_with(&path, Some(writable)))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))?
+    }
+
+    /// The question making a folder writable asks.
+    fn writable_act(path: &Path) -> crate::tools::gate::Act {
+        crate::tools::gate::Act {
+            what: format!("let tools change files in {}", path.display()),
+            origin: crate::tools::Origin::BuiltIn,
+            reason: "tools may then create, edit, move and delete files there; each change \
+                     still asks unless you allowed that tool, and deletes always ask"
+                .into(),
+            details: path.display().to_string(),
+        }
+    }
+
+    crate::internal! {
+        /// As [`FolderService::add`], also setting whether tools may change files there
+        /// (`None`: a re-added folder keeps its setting, a new one is read-only), with no
+        /// question: front ends use [`FolderService::add_writable`].
+        fn add_with(
+            &self,
+            path: &Path,
+            writable: Option<bool>,
+        ) -> Result<(FolderSummary, ScanReport)> {
         let folders = self.folders();
         let mut folder = folders.add(path)?;
         if let Some(w) = writable
@@ -206,6 +238,7 @@ impl FolderService {
         self.queue_ingest()?;
         let summary = self.summary_of(&folders.find(Path::new(&folder.path))?.unwrap_or(folder))?;
         Ok((summary, report))
+        }
     }
 
     /// Stops watching the folder at `path`: its files' rows, chunks and vectors go (derived
@@ -357,9 +390,26 @@ impl FolderService {
     }
 
     /// Lets tools create, change and delete files in the watched folder at `path`, or no
-    /// longer (the Folders screen's toggle; `hearth folders add PATH --writable`).
-    pub fn set_writable(&self, path: &Path, writable: bool) -> Result<()> {
-        self.folders().set_writable_at(path, writable).map(|_| ())
+    /// longer (the Folders screen's toggle). Making it writable lowers caution: the user
+    /// confirms it on `surface` first (the app's consent window, the terminal, or
+    /// `--yes`), else `confirmation_required` and nothing changes. Read-only again is never
+    /// asked.
+    pub async fn set_writable(
+        &self,
+        path: &Path,
+        writable: bool,
+        surface: &dyn crate::tools::gate::Consent,
+    ) -> Result<()> {
+        let folders = self.folders();
+        // Unknown folders are refused before anyone is asked.
+        folders.require(path)?;
+        if writable {
+            crate::tools::gate::confirm(surface, &Self::writable_act(path)).await?;
+        }
+        let path = path.to_owned();
+        tokio::task::spawn_blocking(move || folders.set_writable_at(&path, writable).map(|_| ()))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))?
     }
 
     /// The reconcile pass over every folder: changes made while nothing ran are noticed.

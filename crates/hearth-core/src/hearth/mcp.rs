@@ -483,8 +483,18 @@ impl McpService {
     ) -> Result<usize> {
         let registry = self.registry();
         registry.require(name)?;
-        let rows: Vec<ToolRow> = registry
-            .tools(name)?
+        let present = registry.tools(name)?;
+        for t in tools {
+            if !present
+                .iter()
+                .any(|r| r.definition.name == *t || r.exposed == *t)
+            {
+                return Err(Error::NotFound(format!(
+                    "{name:?} lists no tool named {t:?}"
+                )));
+            }
+        }
+        let rows: Vec<ToolRow> = present
             .into_iter()
             .filter(|r| {
                 tools.is_empty()
@@ -493,15 +503,18 @@ impl McpService {
                         .any(|t| r.definition.name == *t || r.exposed == *t)
             })
             .collect();
+        // Each tool with its claim and the start of the hash of the definition shown: what
+        // the user approves is pinned, nothing listed after the question.
         let listed: Vec<String> = rows
             .iter()
             .map(|r| {
                 let (claim, open) = r.claim();
                 format!(
-                    "{}: claims {}{}",
+                    "{}: claims {}{} (definition {})",
                     r.exposed,
                     claim.as_str(),
-                    if open { ", reaches outside" } else { "" }
+                    if open { ", reaches outside" } else { "" },
+                    r.hash.get(..12).unwrap_or(&r.hash)
                 )
             })
             .collect();
@@ -528,7 +541,11 @@ impl McpService {
             details: listed.join("\n"),
         };
         confirm(surface, &act).await?;
-        registry.approve(name, tools, accept_labels)
+        let shown: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| (r.definition.name.clone(), r.hash.clone()))
+            .collect();
+        registry.approve(name, &shown, accept_labels)
     }
 
     /// What changed since the user approved: every tool that is not enabled, with a diff.

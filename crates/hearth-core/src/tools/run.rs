@@ -631,42 +631,47 @@ impl ToolRun {
         // user decides, every time, whatever the tier, grants or `--allow-writes`.
         let excluded = action.as_ref().and_then(Action::excluded);
         let decided: Result<DecidedBy, (DecidedBy, Option<String>)> = match risk {
-            _ if excluded.is_some() => {
-                let request = ConsentRequest {
-                    call_id: call.id.clone(),
-                    tool: name.clone(),
-                    origin: tool.origin(),
-                    risk,
-                    arguments: escape_for_display(
-                        &serde_json::to_string_pretty(&arguments).unwrap_or_default(),
-                    ),
-                    preview: action
-                        .as_ref()
-                        .and_then(Action::preview)
-                        .map(|p| escape_for_display(&p)),
-                    reason: format!(
-                        "{}; Hearth does not read or change it unless you allow this call",
-                        excluded.clone().unwrap_or_default()
-                    ),
-                    escalated_by: escalated_by.clone(),
-                    offers_always: false,
-                    offers_conversation: false,
-                };
-                self.ask(&request, Risk::Destructive, &tool.grant_target())
-                    .await
-            }
             // A read runs, unless it can send data out after untrusted text came in.
-            Risk::Read if escalated_by.is_none() => Ok(DecidedBy::Auto),
-            Risk::Write if escalated_by.is_none() && asked_to_remember => Ok(DecidedBy::Auto),
-            Risk::Write if escalated_by.is_none() && self.settings.allow_writes => {
+            Risk::Read if escalated_by.is_none() && excluded.is_none() => Ok(DecidedBy::Auto),
+            Risk::Write if escalated_by.is_none() && excluded.is_none() && asked_to_remember => {
+                Ok(DecidedBy::Auto)
+            }
+            Risk::Write
+                if escalated_by.is_none() && excluded.is_none() && self.settings.allow_writes =>
+            {
                 Ok(DecidedBy::AllowWrites)
             }
             Risk::Write
-                if escalated_by.is_none() && self.is_granted(&tool.grant_target()).await =>
+                if escalated_by.is_none()
+                    && excluded.is_none()
+                    && self.is_granted(&tool.grant_target()).await =>
             {
                 Ok(DecidedBy::Grant)
             }
             _ => {
+                let reason = match (&excluded, risk, &escalated_by) {
+                    (Some(why), _, _) => format!(
+                        "{why}; Hearth does not read or change it unless you allow this call"
+                    ),
+                    (None, Risk::Destructive, _) => {
+                        "it cannot be undone from here: destructive calls always ask".into()
+                    }
+                    (None, Risk::Read, Some(by)) => format!(
+                        "it can send data off this computer, and untrusted content entered \
+                         this turn before the request ({by})"
+                    ),
+                    (None, _, Some(by)) => format!(
+                        "untrusted content entered this turn before the request ({by}); \
+                         grants do not cover it"
+                    ),
+                    (None, _, None) => {
+                        "it changes files, and you have not allowed this tool".into()
+                    }
+                };
+                // A temporary chat stores nothing, so it offers no lasting grant. Grants
+                // cover writes only (a read asks only when escalated, which no grant
+                // covers), and never a path Hearth does not read on its own.
+                let grantable = risk == Risk::Write && excluded.is_none();
                 let request = ConsentRequest {
                     call_id: call.id.clone(),
                     tool: name.clone(),
@@ -679,28 +684,18 @@ impl ToolRun {
                         .as_ref()
                         .and_then(Action::preview)
                         .map(|p| escape_for_display(&p)),
-                    reason: match (risk, &escalated_by) {
-                        (Risk::Destructive, _) => {
-                            "it cannot be undone from here: destructive calls always ask".into()
-                        }
-                        (Risk::Read, Some(by)) => format!(
-                            "it can send data off this computer, and untrusted content entered \
-                             this turn before the request ({by})"
-                        ),
-                        (_, Some(by)) => format!(
-                            "untrusted content entered this turn before the request ({by}); \
-                             grants do not cover it"
-                        ),
-                        _ => "it changes files, and you have not allowed this tool".into(),
-                    },
+                    reason,
                     escalated_by: escalated_by.clone(),
-                    // A temporary chat stores nothing, so it offers no lasting grant.
-                    // Grants cover writes only: a read asks only when escalated, which no
-                    // grant covers.
-                    offers_always: risk == Risk::Write && self.conversation.is_some(),
-                    offers_conversation: risk == Risk::Write,
+                    offers_always: grantable && self.conversation.is_some(),
+                    offers_conversation: grantable,
                 };
-                self.ask(&request, risk, &tool.grant_target()).await
+                // An excluded path's answer is never stored as a grant.
+                let stored_as = if excluded.is_some() {
+                    Risk::Destructive
+                } else {
+                    risk
+                };
+                self.ask(&request, stored_as, &tool.grant_target()).await
             }
         };
         let by = match decided {

@@ -93,12 +93,7 @@ impl Manager {
                     tracing::warn!(server = %server.name, error = %e, "could not list an MCP server's tools again");
                     slot.conn = None;
                     drop(slot);
-                    c.close(Duration::from_secs(5)).await;
-                    let _ = registry.set_state(&server.name, "error", Some(&e));
-                    return Err(StartError {
-                        detail: e,
-                        stderr: c.logs.tail(20),
-                    });
+                    return Err(give_up(&c, registry, &server.name, e).await);
                 }
                 return Ok(c);
             }
@@ -135,12 +130,7 @@ impl Manager {
                 {
                     failed(&mut slot);
                     drop(slot);
-                    c.close(Duration::from_secs(5)).await;
-                    let _ = registry.set_state(&server.name, "error", Some(&e));
-                    return Err(StartError {
-                        detail: e,
-                        stderr: c.logs.tail(20),
-                    });
+                    return Err(give_up(&c, registry, &server.name, e).await);
                 }
                 slot.failures = 0;
                 slot.not_before = None;
@@ -269,6 +259,16 @@ impl Manager {
             }
         }
         (out, unavailable)
+    }
+}
+
+/// A server whose listing failed: closed, marked `error` with why, and the error to show.
+async fn give_up(c: &Connection, registry: &Registry, server: &str, detail: String) -> StartError {
+    c.close(Duration::from_secs(5)).await;
+    let _ = registry.set_state(server, "error", Some(&detail));
+    StartError {
+        detail,
+        stderr: c.logs.tail(20),
     }
 }
 

@@ -454,46 +454,37 @@ impl Registry {
         })
     }
 
-    /// Pins the definitions the server lists now — every tool's, or those `tools` name
-    /// (their own names or the exposed ones) — and marks the server approved. With
-    /// `accept_labels` the user also takes the server's annotations as those tools' tiers
-    /// (bound to these definitions). An audit entry says what was approved. Returns how
-    /// many tools.
-    pub fn approve(&self, server: &str, tools: &[String], accept_labels: bool) -> Result<usize> {
+    /// Pins exactly the definitions the user was shown: `chosen` is each tool's own name
+    /// with the hash of the definition in the question. All or nothing: if any of them is
+    /// no longer what the server lists (a relist between the question and the answer),
+    /// nothing is pinned and the user is told to look again. Marks the server approved;
+    /// with `accept_labels` the user also takes the server's annotations as those tools'
+    /// tiers (bound to these hashes). An audit entry names the tools and hashes. Returns
+    /// how many tools.
+    pub fn approve(
+        &self,
+        server: &str,
+        chosen: &[(String, String)],
+        accept_labels: bool,
+    ) -> Result<usize> {
         self.require(server)?;
-        let present: Vec<ToolRow> = self.tools(server)?;
-        for t in tools {
-            if !present
-                .iter()
-                .any(|r| r.definition.name == *t || r.exposed == *t)
-            {
-                return Err(Error::NotFound(format!(
-                    "{server:?} lists no tool named {t:?}"
-                )));
-            }
-        }
-        let chosen: Vec<(String, String)> = present
-            .iter()
-            .filter(|r| {
-                tools.is_empty()
-                    || tools
-                        .iter()
-                        .any(|t| r.definition.name == *t || r.exposed == *t)
-            })
-            .map(|r| (r.definition.name.clone(), r.hash.clone()))
-            .collect();
-        let s = server.to_owned();
+        let (s, chosen) = (server.to_owned(), chosen.to_vec());
         let n = chosen.len();
-        self.store.write_blocking(move |c| {
+        let pinned = self.store.write_blocking(move |c| {
             let tx = c.transaction()?;
+            let mut pinned = 0;
             for (name, hash) in &chosen {
-                // Pinned only if the definition is still the one read above.
-                tx.execute(
+                // Pinned only if the definition is still the one the user was shown.
+                pinned += tx.execute(
                     "UPDATE mcp_tools SET approved_definition = definition, approved_hash = hash,
                        labels_accepted_hash = CASE WHEN ?4 THEN hash ELSE labels_accepted_hash END
                      WHERE server = ?1 AND name = ?2 AND hash = ?3 AND present = 1",
                     params![s, name, hash, accept_labels],
                 )?;
+            }
+            if pinned != chosen.len() {
+                // Dropped: the transaction rolls back.
+                return Ok(pinned);
             }
             tx.execute("UPDATE mcp_servers SET approved = 1 WHERE name = ?1", [&s])?;
             crate::audit::append(
@@ -512,8 +503,16 @@ impl Registry {
                     memory: None,
                 },
             )?;
-            tx.commit()
+            tx.commit()?;
+            Ok(pinned)
         })?;
+        if pinned != n {
+            return Err(Error::InvalidInput(format!(
+                "{} of the tools of {server:?} changed while you were asked; nothing was \
+                 approved: look at them again (hearth mcp review {server})",
+                n - pinned
+            )));
+        }
         Ok(n)
     }
 
