@@ -51,7 +51,12 @@ pub fn answer_consent<R: Runtime>(
     args: Args<AnswerConsentArgs>,
 ) -> Result<bool, ErrorDto> {
     only_the_consent_window(&webview)?;
-    let AnswerConsentArgs { id, choice, reason } = args.0;
+    let AnswerConsentArgs {
+        id,
+        hash,
+        choice,
+        reason,
+    } = args.0;
     let answer = match choice.as_str() {
         "once" => Answer::AllowOnce,
         "conversation" => Answer::AllowConversation,
@@ -64,7 +69,7 @@ pub fn answer_consent<R: Runtime>(
             ));
         }
     };
-    Ok(state.consent.answer(id, answer))
+    Ok(state.consent.answer(id, &hash, answer))
 }
 
 #[tauri::command]

@@ -91,7 +91,7 @@ describe('consent window', () => {
     await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
     assert.deepEqual(await answers(page), [{ id: 1, tool: 'create_file', choice: 'conversation', reason: null }]);
     const sent = await page.evaluate(() => window.__ipcCalls.filter((c) => c.cmd === 'answer_consent').map((c) => c.args));
-    assert.deepEqual(sent, [{ id: 1, choice: 'conversation', reason: null }]);
+    assert.deepEqual(sent, [{ id: 1, hash: 'temporary_request-digest', choice: 'conversation', reason: null }]);
     assert.deepEqual(problems, []);
   });
 
@@ -147,7 +147,7 @@ describe('consent window', () => {
     const refused = await page.evaluate(async () => {
       const { invoke } = window.__TAURI_INTERNALS__;
       try {
-        await invoke('answer_consent', { id: 1, choice: 'once', reason: null });
+        await invoke('answer_consent', { id: 1, hash: 'x', choice: 'once', reason: null });
         return null;
       } catch (e) {
         return e.code;

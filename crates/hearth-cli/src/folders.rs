@@ -186,7 +186,7 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(
     let mut report = |p: &hearth_core::folders::index::Progress| {
         if json {
             if let Ok(line) = serde_json::to_string(p) {
-                let _ = writeln!(stderr, "{line}");
+                let _ = writeln!(stderr, "{}", hearth_core::display::json_for_terminal(&line));
             }
         } else {
             match p.phase {
@@ -206,7 +206,7 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(
                         } else {
                             "cannot watch, polling every 30 s"
                         },
-                        p.path.as_deref().unwrap_or("")
+                        hearth_core::display::prose(p.path.as_deref().unwrap_or(""))
                     );
                 }
                 _ if live => {
@@ -317,7 +317,11 @@ pub fn eval_retrieval(out: &Out, path: &Path, model: &str) -> Result<(), Failure
             if json {
                 if let Ok(mut v) = serde_json::to_value(p) {
                     v["conversation"] = conv.into();
-                    let _ = writeln!(stderr, "{v}");
+                    let _ = writeln!(
+                        stderr,
+                        "{}",
+                        hearth_core::display::json_for_terminal(&v.to_string())
+                    );
                 }
             } else if p.phase == "scan" || (live && p.phase != "done") {
                 let what = match p.phase {

@@ -10,6 +10,8 @@ pub struct ConsentRequestDto {
     /// The question's id, named by the answer.
     #[ts(type = "number")]
     pub id: u64,
+    /// The question's digest, sent back with the answer.
+    pub hash: String,
     pub call_id: String,
     pub tool: String,
     /// `built_in` or `mcp:<server>`.
@@ -36,6 +38,7 @@ impl From<hearth_core::tools::gate::Pending> for ConsentRequestDto {
         let r = p.request;
         Self {
             id: p.id,
+            hash: p.hash,
             call_id: r.call_id,
             tool: r.tool,
             origin: r.origin.label(),
@@ -56,6 +59,9 @@ impl From<hearth_core::tools::gate::Pending> for ConsentRequestDto {
 pub struct AnswerConsentArgs {
     #[ts(type = "number")]
     pub id: u64,
+    /// The digest of the question the window showed (`ConsentRequestDto.hash`): an answer
+    /// applies only to that exact question.
+    pub hash: String,
     /// `once`, `conversation`, `always` or `deny`.
     pub choice: String,
     /// With `deny`: why, passed back to the model.

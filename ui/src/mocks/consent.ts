@@ -27,6 +27,7 @@ import { fail, type HandlersFor } from './types';
 export type ConsentAnswer = { id: number; tool: string; choice: string; reason: string | null };
 
 export const DIFF_REQUEST: Omit<ConsentRequestDto, 'id'> = {
+  hash: 'diff_request-digest',
   call_id: 'call_1',
   tool: 'overwrite_file',
   origin: 'built_in',
@@ -41,6 +42,7 @@ export const DIFF_REQUEST: Omit<ConsentRequestDto, 'id'> = {
 };
 
 export const ESCALATED_REQUEST: Omit<ConsentRequestDto, 'id'> = {
+  hash: 'escalated_request-digest',
   call_id: 'call_2',
   tool: 'create_file',
   origin: 'built_in',
@@ -55,6 +57,7 @@ export const ESCALATED_REQUEST: Omit<ConsentRequestDto, 'id'> = {
 
 /** A write asked for in a temporary chat: nothing lasting is offered, "for this chat" is. */
 export const TEMPORARY_REQUEST: Omit<ConsentRequestDto, 'id'> = {
+  hash: 'temporary_request-digest',
   call_id: 'call_3',
   tool: 'create_file',
   origin: 'built_in',
@@ -161,12 +164,13 @@ export function createConsentMock(options: {
       onlyConsent();
       return open.map((r) => ({ ...r }));
     },
-    answer_consent: ({ id, choice, reason }) => {
+    answer_consent: ({ id, hash, choice, reason }) => {
       onlyConsent();
       if (!['once', 'conversation', 'always', 'deny'].includes(choice)) {
         fail('invalid_input', `answer_consent: unknown choice "${choice}"`);
       }
-      const at = open.findIndex((r) => r.id === id);
+      // The core answers only the exact question shown (its digest).
+      const at = open.findIndex((r) => r.id === id && r.hash === hash);
       if (at < 0) return false;
       const [request] = open.splice(at, 1);
       const offered =

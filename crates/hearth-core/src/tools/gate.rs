@@ -41,6 +41,18 @@ pub struct ConsentRequest {
     pub offers_conversation: bool,
 }
 
+impl ConsentRequest {
+    /// SHA-256 (hex) over the question as shown, canonical JSON: the consent window sends it
+    /// back with its answer, so an answer applies only to the exact question the user saw.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let v = serde_json::to_value(self).unwrap_or_default();
+        hex::encode(Sha256::digest(
+            crate::tools::mcp::canonical_json(&v).as_bytes(),
+        ))
+    }
+}
+
 /// The user's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -253,6 +265,8 @@ pub fn escape_for_display(text: &str) -> String {
 pub struct Pending {
     /// The question's id (what the answer names).
     pub id: u64,
+    /// [`ConsentRequest::digest`] of the question: the answer names it too.
+    pub hash: String,
     pub request: ConsentRequest,
 }
 
@@ -290,6 +304,7 @@ impl ConsentQueue {
                 w.iter()
                     .map(|(id, (request, _))| Pending {
                         id: *id,
+                        hash: request.digest(),
                         request: request.clone(),
                     })
                     .collect()
@@ -297,10 +312,14 @@ impl ConsentQueue {
             .unwrap_or_default()
     }
 
-    /// Answers question `id`; false when it is no longer open. "Always" for a
+    /// Answers question `id` whose digest is `hash` (the question the user was shown);
+    /// false when it is no longer open, or is not that question. "Always" for a
     /// destructive call counts as once (the gate never stores such a grant either).
-    pub fn answer(&self, id: u64, answer: Answer) -> bool {
-        let entry = self.waiting.lock().ok().and_then(|mut w| w.remove(&id));
+    pub fn answer(&self, id: u64, hash: &str, answer: Answer) -> bool {
+        let entry = self.waiting.lock().ok().and_then(|mut w| {
+            let shown = w.get(&id).is_some_and(|(r, _)| r.digest() == hash);
+            if shown { w.remove(&id) } else { None }
+        });
         let Some((request, tx)) = entry else {
             return false;
         };
@@ -419,16 +438,24 @@ mod tests {
         while queue.pending().is_empty() {
             tokio::task::yield_now().await;
         }
-        let id = queue.pending()[0].id;
+        let (id, hash) = (queue.pending()[0].id, queue.pending()[0].hash.clone());
         assert!(
-            !queue.answer(id + 100, Answer::AllowOnce),
+            !queue.answer(id + 100, &hash, Answer::AllowOnce),
             "no such question"
         );
+        // An answer for another question than the one shown (its hash) is no answer.
+        let mut other = req.clone();
+        other.arguments.push_str(" (another call)");
+        assert!(!queue.answer(id, &other.digest(), Answer::AllowOnce));
+        assert_eq!(queue.pending().len(), 1, "still waiting");
         // "Always" for a question that does not offer it is only once.
-        assert!(queue.answer(id, Answer::AllowAlways));
+        assert!(queue.answer(id, &hash, Answer::AllowAlways));
         assert_eq!(asking.await.expect("join"), Answer::AllowOnce);
         assert!(queue.pending().is_empty());
-        assert!(!queue.answer(id, Answer::AllowOnce), "answered once only");
+        assert!(
+            !queue.answer(id, &hash, Answer::AllowOnce),
+            "answered once only"
+        );
 
         // The asker gives up (a timeout): the question is gone from the queue.
         let gave_up =

@@ -7,7 +7,11 @@ export type ConsentRequestDto = {
 /**
  * The question's id, named by the answer.
  */
-id: number, call_id: string, tool: string, 
+id: number, 
+/**
+ * The question's digest, sent back with the answer.
+ */
+hash: string, call_id: string, tool: string, 
 /**
  * `built_in` or `mcp:<server>`.
  */

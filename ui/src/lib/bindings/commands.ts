@@ -117,6 +117,11 @@ mode: string | null, limit: number | null, }; result: SearchResultDto };
   list_consent_requests: { args: Record<string, never>; result: Array<ConsentRequestDto> };
   answer_consent: { args: { id: number, 
 /**
+ * The digest of the question the window showed (`ConsentRequestDto.hash`): an answer
+ * applies only to that exact question.
+ */
+hash: string, 
+/**
  * `once`, `conversation`, `always` or `deny`.
  */
 choice: string, 
