@@ -333,13 +333,28 @@ async fn open_settings(client: &Client) {
     settings.click().await.expect("open Settings");
 }
 
-/// Presses keys on the X server, as a user would (reaches global grabs).
+/// Presses keys on the X server, as a user would (reaches global grabs). xdotool fails now
+/// and then on a transient X error (the focused window went away between its query and the
+/// key event: `BadWindow`), so a failed press is tried again, a few times.
 fn press_keys(keys: &str) {
-    let status = Command::new("xdotool")
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        if try_press_keys(keys) {
+            return;
+        }
+        assert!(tries < 5, "xdotool key {keys} failed {tries} times");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// One press; false when xdotool failed.
+fn try_press_keys(keys: &str) -> bool {
+    Command::new("xdotool")
         .args(["key", keys])
         .status()
-        .expect("run xdotool");
-    assert!(status.success(), "xdotool key {keys}");
+        .expect("run xdotool")
+        .success()
 }
 
 fn screenshot_root(name: &str) {
@@ -493,7 +508,8 @@ fn occupy_default_shortcut(sandbox: &Sandbox) -> Grabber {
             Instant::now() < deadline,
             "xbindkeys never grabbed the shortcut"
         );
-        press_keys("ctrl+shift+space");
+        // Before any window exists xdotool may fail (no focus yet): the loop tries again.
+        let _ = try_press_keys("ctrl+shift+space");
         std::thread::sleep(Duration::from_millis(200));
     }
     grabber
