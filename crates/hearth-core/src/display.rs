@@ -40,19 +40,32 @@ fn is_terminal_control(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
 
-fn escaped(text: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
+/// `text` with every character `hide` picks written by `write` instead (borrowed when there
+/// is none: the common case costs one scan).
+fn replaced<'a>(
+    text: &'a str,
+    hide: impl Fn(char) -> bool,
+    write: impl Fn(char, &mut String),
+) -> Cow<'a, str> {
     if !text.chars().any(&hide) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if hide(c) {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+            write(c, &mut out);
         } else {
             out.push(c);
         }
     }
     Cow::Owned(out)
+}
+
+/// `text` with every character `hide` picks shown as a visible `\u{…}` escape.
+fn escaped(text: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
+    replaced(text, hide, |c, out| {
+        out.push_str(&format!("\\u{{{:04x}}}", c as u32))
+    })
 }
 
 /// Prose from outside, safe to write to a terminal: see the module's text. Borrowed when
@@ -74,20 +87,12 @@ pub fn escape(text: &str) -> String {
 /// JSON `\uXXXX` escapes: the same value, and nothing in it a terminal acts on. (`serde_json`
 /// escapes C0 controls itself, but leaves C1 controls and bidi overrides raw.)
 pub fn json_for_terminal(json: &str) -> Cow<'_, str> {
-    let hide = |c: char| is_terminal_control(c) || is_bidi_control(c);
-    if !json.chars().any(hide) {
-        return Cow::Borrowed(json);
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        if hide(c) {
-            // Every such character is in the BMP: one `\uXXXX` says it.
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    // Every such character is in the BMP: one `\uXXXX` says it.
+    replaced(
+        json,
+        |c| is_terminal_control(c) || is_bidi_control(c),
+        |c, out| out.push_str(&format!("\\u{:04x}", c as u32)),
+    )
 }
 
 #[cfg(test)]
