@@ -497,6 +497,51 @@ fn a_slow_reader_times_out_a_crashing_one_fails_and_the_rest_are_indexed() {
 }
 
 #[test]
+fn a_reader_that_eats_memory_is_stopped_at_the_limit_and_the_rest_are_indexed() {
+    let home = Home::new();
+    home.write("hungry.txt", "the file whose reader eats memory\n");
+    for i in 0..3 {
+        home.write(
+            &format!("ok{i}.txt"),
+            format!("healthy note {i} about puffins\n"),
+        );
+    }
+    home.json(&["folders", "add", home.docs(), "--json"]);
+    // The reader takes 700 MiB and then holds them for a minute: only the memory watch
+    // can end it before the 30 s timeout (the address-space cap sits 2 GiB higher).
+    let out = home
+        .cmd(&["index", "--wait", "--json"])
+        .env("HEARTH_EXTRACT_MEMORY_MIB", "256")
+        .env("HEARTH_TEST_ALLOC_AT", "extract:hungry.txt:700")
+        .env("HEARTH_TEST_DELAY_AT", "extract:hungry.txt:60000")
+        .output()
+        .expect("run");
+    json_of(&out, &["index"]);
+    let s = home.statuses();
+    assert_eq!(
+        s["hungry.txt"],
+        ("skipped".into(), Some("too_large".into()))
+    );
+    for i in 0..3 {
+        assert_eq!(s[&format!("ok{i}.txt")].0, "indexed");
+    }
+    assert_eq!(home.search("puffins").len(), 3);
+    let files = home.json(&[
+        "folders",
+        "files",
+        home.docs(),
+        "--status",
+        "skipped",
+        "--json",
+    ]);
+    let text = files.to_string();
+    assert!(
+        text.contains("reading it needed over 256 MiB of memory"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_file_edited_while_it_is_read_ends_with_its_latest_content_only() {
     let home = Home::new();
     let live = home.write("live.txt", "first draft mentions walruses\n");

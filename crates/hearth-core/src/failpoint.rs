@@ -8,6 +8,7 @@
 //! Races are tested with delays and panics: `HEARTH_TEST_DELAY_AT=<point>:<ms>` makes
 //! [`delay`] sleep that long at the point (on the calling thread), and
 //! `HEARTH_TEST_PANIC_AT=<point>` makes [`panic_at`] panic there. Both are read once too.
+//! `HEARTH_TEST_ALLOC_AT=<point>:<MiB>` makes [`alloc`] take that much memory there.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -99,6 +100,28 @@ pub(crate) fn poll_every() -> Option<Duration> {
     POLL_MS
         .get_or_init(|| std::env::var("HEARTH_TEST_POLL_MS").ok()?.parse().ok())
         .map(Duration::from_millis)
+}
+
+static ALLOC_AT: OnceLock<Option<(String, usize)>> = OnceLock::new();
+
+/// Takes and touches that many MiB of memory, and keeps them until the process ends, if
+/// `HEARTH_TEST_ALLOC_AT` is `name:<MiB>` (a parser that eats memory). Read once.
+pub(crate) fn alloc(name: &str) {
+    let target = ALLOC_AT.get_or_init(|| {
+        let v = std::env::var("HEARTH_TEST_ALLOC_AT").ok()?;
+        let (point, mib) = v.rsplit_once(':')?;
+        Some((point.to_owned(), mib.trim().parse().ok()?))
+    });
+    if let Some((point, mib)) = target
+        && point == name
+    {
+        tracing::warn!(failpoint = name, mib, "allocating at test point");
+        // A MiB at a time, each page written, so the memory is resident, not just reserved.
+        for _ in 0..*mib {
+            let block = vec![1u8; 1024 * 1024];
+            std::mem::forget(std::hint::black_box(block));
+        }
+    }
 }
 
 /// Aborts the process if `HEARTH_TEST_CRASH_AT` equals `name`.

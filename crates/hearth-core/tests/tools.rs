@@ -1535,3 +1535,126 @@ async fn a_delete_whose_files_changed_while_the_user_was_asked_asks_again_with_w
     assert!(folder.join("tax-return.pdf").exists());
     assert_eq!(outcome.tool_calls[0].decision, Decision::Denied);
 }
+
+/// What the user does in another window while Hearth asks about an MCP call.
+enum ServerChange {
+    TurnOff,
+    Replace(hearth_core::NewServer),
+}
+
+/// A user who, asked about an MCP call, first turns its server off or swaps its program
+/// (the Tools screen, another terminal), then allows the call.
+struct ChangesTheServerThenAllows {
+    hearth: Hearth,
+    change: ServerChange,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Consent for ChangesTheServerThenAllows {
+    fn ask<'a>(
+        &'a self,
+        request: &'a ConsentRequest,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        self.asked.lock().expect("lock").push(request.tool.clone());
+        Box::pin(async move {
+            let mcp = self.hearth.mcp();
+            match &self.change {
+                ServerChange::TurnOff => {
+                    mcp.set_enabled("notes", false).await.expect("turn off");
+                }
+                ServerChange::Replace(new) => {
+                    mcp.add(new.clone(), true, &hearth_core::tools::gate::ConfirmedAhead)
+                        .await
+                        .expect("replace");
+                }
+            }
+            Answer::AllowOnce
+        })
+    }
+}
+
+fn notes_server(program: &str, target: &Path) -> hearth_core::NewServer {
+    let hostile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp-servers/hostile.mjs");
+    hearth_core::NewServer {
+        name: "notes".into(),
+        command: Some("node".into()),
+        args: vec![hostile.to_string_lossy().into_owned(), program.into()],
+        env: [(
+            "HOSTILE_TARGET".to_owned(),
+            target.to_string_lossy().into_owned(),
+        )]
+        .into(),
+        ..hearth_core::NewServer::default()
+    }
+}
+
+#[tokio::test]
+async fn a_server_turned_off_or_replaced_while_the_user_is_asked_is_never_called() {
+    for change in ["off", "replaced"] {
+        let s = setup(&[]);
+        let target = s.docs.join("notes.log");
+        let mcp = s.hearth.mcp();
+        mcp.add(
+            notes_server("notes-a", &target),
+            false,
+            &hearth_core::tools::gate::ConfirmedAhead,
+        )
+        .await
+        .expect("the server starts");
+        mcp.approve(
+            "notes",
+            &[],
+            false,
+            &hearth_core::tools::gate::ConfirmedAhead,
+        )
+        .await
+        .expect("approve");
+        let user = Arc::new(ChangesTheServerThenAllows {
+            hearth: s.hearth.clone(),
+            change: if change == "off" {
+                ServerChange::TurnOff
+            } else {
+                ServerChange::Replace(notes_server("notes-b", &target))
+            },
+            asked: Mutex::new(Vec::new()),
+        });
+        let consent: Arc<dyn Consent> = user.clone();
+        let (outcome, server) = run_turn(
+            &s,
+            "save a note saying hello",
+            vec![
+                call("c1", "notes__save", serde_json::json!({"text": "hello"})),
+                done(),
+            ],
+            ToolSettings::new(Some(consent)),
+            None,
+            false,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            *user.asked.lock().expect("lock"),
+            ["notes__save"],
+            "{change}: the user was asked about the call"
+        );
+        // Neither the program the user approved (turned off, or replaced) nor the one now
+        // under its name ran the call, though the user said yes.
+        assert!(
+            !target.exists(),
+            "{change}: {:?}",
+            std::fs::read_to_string(&target)
+        );
+        let told = told(&server, 1).join("\n");
+        assert!(
+            told.contains("was turned off or changed since this turn began"),
+            "{change}: {told}"
+        );
+        assert_eq!(outcome.tool_calls.len(), 1, "{change}");
+        assert_ne!(
+            outcome.tool_calls[0].result_status,
+            ResultStatus::Ok,
+            "{change}"
+        );
+        mcp.shutdown().await;
+    }
+}

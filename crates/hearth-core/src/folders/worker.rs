@@ -6,9 +6,17 @@
 //! than the timeout (default 30 s), and starts a new one for the next file; a child that
 //! dies mid-file (a stack overflow, the address-space limit) fails only that file.
 //!
-//! The child limits its own address space (`RLIMIT_AS`, default 2 GiB: mimalloc reserves
-//! large ranges up front, so the limit leaves room for them) and refuses an answer over the
-//! output cap; the parent reads at most the cap plus a margin per answer.
+//! Memory is limited on every platform. The rule is the parent's and the same everywhere:
+//! while it waits for an answer it reads the child's resident memory every few
+//! milliseconds, and a child over the limit (default 2 GiB) is killed and its file fails as
+//! too large ("reading it needed over … MiB of memory"). The OS adds a hard cap where it
+//! has one, for a burst faster than the watch: the child limits its own address space on
+//! Unix (`RLIMIT_AS`, the limit plus [`ADDRESS_HEADROOM_MIB`]: mimalloc reserves large
+//! ranges up front), and on Windows the parent puts it in a Job Object whose process memory
+//! limit is the limit (and which kills it when Hearth goes). Resident memory is read from
+//! `/proc` on Linux, `proc_pidinfo` on macOS; Windows relies on the Job Object. The child
+//! refuses an answer over the output cap; the parent reads at most the cap plus a margin
+//! per answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -29,8 +37,12 @@ pub const WORKER_ARG: &str = "__extract-worker";
 /// How long one file may take by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The worker's address space by default, in MiB.
+/// The worker's resident memory limit by default, in MiB.
 pub const DEFAULT_MEMORY_MIB: u64 = 2048;
+
+/// The room the worker's address space has above its memory limit, in MiB (Unix): reserved,
+/// never-touched ranges are not memory used, so the hard cap sits above the watched limit.
+pub const ADDRESS_HEADROOM_MIB: u64 = 2048;
 
 /// The largest answer the parent reads, in bytes (a file's chunks as JSON).
 pub const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
@@ -88,7 +100,8 @@ impl WorkerCommand {
     }
 
     /// `program` with [`WORKER_ARG`]. `HEARTH_EXTRACT_TIMEOUT_MS` and
-    /// `HEARTH_EXTRACT_MEMORY_MIB` override the timeout per file and the address-space limit.
+    /// `HEARTH_EXTRACT_MEMORY_MIB` (at least 256) override the timeout per file and the
+    /// memory limit.
     pub fn program(program: PathBuf) -> Self {
         let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
         Self {
@@ -113,7 +126,7 @@ pub fn serve() -> i32 {
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(DEFAULT_MEMORY_MIB);
-    limit_address_space(memory_mib);
+    limit_address_space(memory_mib.saturating_add(ADDRESS_HEADROOM_MIB));
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     let mut line = String::new();
@@ -157,6 +170,7 @@ fn answer(req: &Request) -> Answer {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    crate::failpoint::alloc(&format!("extract:{name}"));
     crate::failpoint::delay(&format!("extract:{name}"));
     crate::failpoint::hit(&format!("extract:{name}"));
     if let Some(max) = req.text_only {
@@ -240,11 +254,115 @@ fn limit_address_space(mib: u64) {
 #[cfg(not(unix))]
 fn limit_address_space(_mib: u64) {}
 
+/// The resident memory of process `pid` in bytes, where the platform tells it (`None`
+/// where it does not, or when the process is gone).
+#[cfg(target_os = "linux")]
+fn resident_bytes(pid: u32) -> Option<u64> {
+    // `VmRSS:    123456 kB` in /proc/PID/status (a few hundred bytes; read bounded).
+    let mut status = String::new();
+    std::fs::File::open(format!("/proc/{pid}/status"))
+        .ok()?
+        .take(16 * 1024)
+        .read_to_string(&mut status)
+        .ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// macOS: `proc_pidinfo(PROC_PIDTASKINFO)`, the task's resident size. Not compiled on
+/// these machines.
+#[cfg(target_os = "macos")]
+fn resident_bytes(pid: u32) -> Option<u64> {
+    let pid = libc::c_int::try_from(pid).ok()?;
+    let size = libc::c_int::try_from(std::mem::size_of::<libc::proc_taskinfo>()).ok()?;
+    // SAFETY: `info` is a plain C struct of integers, valid when zeroed; the call writes at
+    // most `size` bytes into it and returns how many it wrote.
+    let mut info: libc::proc_taskinfo = unsafe { std::mem::zeroed() };
+    let written = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTASKINFO,
+            0,
+            (&mut info as *mut libc::proc_taskinfo).cast(),
+            size,
+        )
+    };
+    (written == size).then_some(info.pti_resident_size)
+}
+
+/// Elsewhere the OS cap alone holds (Windows: the Job Object).
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn resident_bytes(_pid: u32) -> Option<u64> {
+    None
+}
+
+/// Windows: a Job Object that caps the worker's committed memory and kills it when the
+/// handle closes (with the [`Running`] that owns it, or with Hearth). Not compiled on these
+/// machines.
+#[cfg(windows)]
+mod job {
+    use std::os::windows::io::AsRawHandle;
+
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+        JOB_OBJECT_LIMIT_PROCESS_MEMORY, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+        JobObjectExtendedLimitInformation, SetInformationJobObject,
+    };
+
+    pub(super) struct Job(HANDLE);
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: the handle came from `CreateJobObjectW` and is closed once, here.
+            unsafe { CloseHandle(self.0) };
+        }
+    }
+
+    /// Puts `child` in a new job whose processes may commit at most `mib` MiB.
+    pub(super) fn confine(child: &std::process::Child, mib: u64) -> std::io::Result<Job> {
+        // SAFETY: no attributes and no name: a new anonymous job, or null on failure.
+        let handle = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if handle.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        let job = Job(handle);
+        // SAFETY: a plain C struct of integers, valid when zeroed.
+        let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        info.BasicLimitInformation.LimitFlags =
+            JOB_OBJECT_LIMIT_PROCESS_MEMORY | JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        info.ProcessMemoryLimit =
+            usize::try_from(mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
+        // SAFETY: `info` lives across the call and its size is passed with it.
+        let ok = unsafe {
+            SetInformationJobObject(
+                job.0,
+                JobObjectExtendedLimitInformation,
+                (&info as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
+                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        if ok == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the child's process handle is valid while `child` is borrowed.
+        let ok = unsafe { AssignProcessToJobObject(job.0, child.as_raw_handle() as HANDLE) };
+        if ok == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(job)
+    }
+}
+
 /// A running child: its stdin, and a thread reading its answers.
 struct Running {
     child: Child,
     stdin: ChildStdin,
     answers: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    /// Windows: the job that caps its memory (dropped after the child is killed).
+    #[cfg(windows)]
+    _job: job::Job,
 }
 
 impl Drop for Running {
@@ -306,11 +424,25 @@ impl Worker {
             std::thread::Builder::new()
                 .name("extract-answers".into())
                 .spawn(move || read_answers(stdout, tx))?;
+            #[cfg(windows)]
+            let job = match job::confine(&child, self.command.memory_mib) {
+                Ok(job) => job,
+                Err(e) => {
+                    // No cap, no worker: a file that eats memory must not take the machine.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(std::io::Error::other(format!(
+                        "could not limit the extraction worker's memory: {e}"
+                    )));
+                }
+            };
             self.started += 1;
             self.running = Some(Running {
                 child,
                 stdin,
                 answers: rx,
+                #[cfg(windows)]
+                _job: job,
             });
         }
         self.running
@@ -405,6 +537,8 @@ impl Worker {
             return Err(std::io::Error::other("the worker did not start"));
         };
         let started = std::time::Instant::now();
+        let limit_mib = self.command.memory_mib;
+        let pid = running.child.id();
         let received = loop {
             let left = timeout.saturating_sub(started.elapsed());
             match running.answers.recv_timeout(left.min(STOP_POLL)) {
@@ -415,6 +549,15 @@ impl Worker {
                         std::io::ErrorKind::Interrupted,
                         "the reading was stopped",
                     ));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if over_limit(resident_bytes(pid), limit_mib) =>
+                {
+                    self.running = None;
+                    return Ok(Answer::Refused(Refusal::new(
+                        Reason::TooLarge,
+                        format!("reading it needed over {limit_mib} MiB of memory"),
+                    )));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => continue,
                 other => break other,
@@ -459,7 +602,14 @@ impl Worker {
     }
 }
 
-/// How often a waiting [`Worker::extract_text`] asks whether it was stopped.
+/// Whether a child using `resident` bytes is over a limit of `limit_mib` MiB (an unknown
+/// use is not: the OS cap holds there).
+fn over_limit(resident: Option<u64>, limit_mib: u64) -> bool {
+    resident.is_some_and(|bytes| bytes > limit_mib.saturating_mul(1024 * 1024))
+}
+
+/// How often a waiting [`Worker::extract_text`] asks whether it was stopped (and the
+/// child's memory is read).
 const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// Reads answers (one line each, at most [`MAX_ANSWER_BYTES`]) until the child's stdout
@@ -513,5 +663,34 @@ mod env_tests {
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
         assert_eq!(kept, ["TMPDIR", "HEARTH_TEST_DELAY_AT"]);
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::{over_limit, resident_bytes};
+
+    #[test]
+    fn a_child_over_the_limit_is_over_and_an_unknown_use_is_left_to_the_os_cap() {
+        let mib = 1024 * 1024;
+        assert!(!over_limit(Some(256 * mib), 256));
+        assert!(over_limit(Some(256 * mib + 1), 256));
+        assert!(!over_limit(None, 256));
+        assert!(!over_limit(Some(u64::MAX), u64::MAX));
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn resident_memory_is_read_and_grows_with_touched_pages() {
+        let pid = std::process::id();
+        let before = resident_bytes(pid).expect("this process's memory");
+        let block = std::hint::black_box(vec![1u8; 64 * 1024 * 1024]);
+        let after = resident_bytes(pid).expect("this process's memory");
+        assert!(
+            after >= before + 32 * 1024 * 1024,
+            "{before} → {after} after touching 64 MiB"
+        );
+        drop(block);
+        assert_eq!(resident_bytes(u32::MAX), None, "no such process");
     }
 }

@@ -360,7 +360,8 @@ impl ExternalTool for McpTool {
             if !same {
                 return ExternalOutput {
                     text: format!(
-                        "the MCP server {} was turned off or changed since this turn began;                          its tools cannot be called",
+                        "the MCP server {} was turned off or changed since this turn began; \
+                         its tools cannot be called",
                         caller.server.name
                     ),
                     ok: false,
