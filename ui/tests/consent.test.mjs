@@ -114,6 +114,8 @@ describe('consent window', () => {
     assert.equal(await page.evaluate(() => document.activeElement === document.querySelector('main [tabindex="0"], main button, main input')), true);
     await page.getByRole('button', { name: 'Allow once' }).click();
     await page.getByRole('alertdialog', { name: 'Allow create_file?' }).waitFor();
+    // The next question settles before it can be allowed.
+    await page.locator('button:has-text("Allow once"):not([disabled])').waitFor();
     await page.keyboard.press('Alt+o');
     await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
     assert.deepEqual(
@@ -124,6 +126,62 @@ describe('consent window', () => {
       ],
     );
     assert.deepEqual(problems, []);
+  });
+
+  test('a question that replaces the one shown cannot be allowed by a click or a key meant for the old one', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(consentUrl());
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    const base = { origin: 'built_in', preview: null, escalated_by: null, offers_always: false, offers_conversation: false };
+    const first = await page.evaluate(
+      (base) => window.__hearthMock.askConsent({ ...base, call_id: 'a', hash: 'ha', tool: 'read_file', risk: 'read', arguments: '{"path": "notes.txt"}', reason: 'it reads outside the usual places' }),
+      base,
+    );
+    await page.getByRole('alertdialog', { name: 'Allow read_file?' }).waitFor();
+    await page.locator('button:has-text("Allow once"):not([disabled])').waitFor();
+    // The user reaches for Allow once; the question times out and a delete takes its place
+    // under the pointer. In the same task as it appears: the button is off and Alt+O (and a
+    // held key's repeat) answers nothing.
+    const atSwap = await page.evaluate(
+      async ({ base, first }) => {
+        window.__hearthMock.withdrawConsent(first);
+        window.__hearthMock.askConsent({ ...base, call_id: 'b', hash: 'hb', tool: 'delete_file', risk: 'destructive', arguments: '{"path": "taxes-2025.pdf"}', reason: 'destructive calls always ask' });
+        const shown = () => document.getElementById('consent-title')?.textContent?.includes('delete_file');
+        while (!shown()) await new Promise((r) => requestAnimationFrame(r));
+        const allow = [...document.querySelectorAll('button')].find((b) => b.textContent?.trim() === 'Allow once');
+        const disabled = allow?.disabled ?? null;
+        allow?.click();
+        window.dispatchEvent(new KeyboardEvent('keydown', { key: 'o', altKey: true, bubbles: true }));
+        window.dispatchEvent(new KeyboardEvent('keydown', { key: 'o', altKey: true, repeat: true, bubbles: true }));
+        await new Promise((r) => setTimeout(r, 100));
+        return { disabled, answered: window.__hearthMock.consentAnswers().length };
+      },
+      { base, first },
+    );
+    assert.deepEqual(atSwap, { disabled: true, answered: 0 });
+    await page.getByRole('alertdialog', { name: 'Allow delete_file?' }).waitFor();
+    // Deny never waits; Allow works once the question has settled (half a second).
+    await page.locator('button:has-text("Allow once"):not([disabled])').waitFor();
+    await page.keyboard.press('Alt+o');
+    await page.getByRole('heading', { name: 'Nothing is waiting for you' }).waitFor();
+    assert.deepEqual(
+      (await answers(page)).map((a) => [a.tool, a.choice]),
+      [['delete_file', 'once']],
+    );
+    assert.deepEqual(problems, []);
+  });
+
+  test('a held Alt+O does not allow by its repeats', async (t) => {
+    const { page } = await session(t);
+    await page.goto(consentUrl('consent-diff'));
+    await page.getByRole('alertdialog', { name: 'Allow overwrite_file?' }).waitFor();
+    await page.locator('button:has-text("Allow once"):not([disabled])').waitFor();
+    await page.evaluate(() =>
+      window.dispatchEvent(new KeyboardEvent('keydown', { key: 'o', altKey: true, repeat: true, bubbles: true })),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(await answers(page), []);
+    await page.getByRole('alertdialog', { name: 'Allow overwrite_file?' }).waitFor();
   });
 
   for (const colorScheme of ['light', 'dark']) {

@@ -5,7 +5,7 @@
  * "once" for a question that does not offer it (`offers_conversation`), and so does "always"
  * (`offers_always`); both commands refuse
  * every window but the consent window (`forbidden`). `ask(request)` (a test hook) opens a
- * question and emits `consent_changed`; `answers()` lists what the user answered.
+ * question and emits `consent_changed`; `withdraw(id)` closes one unanswered (a timeout); `answers()` lists what the user answered.
  *
  * The Tools and Activity screens: `list_tools` (the built-in catalog), `list_grants` and
  * `revoke_grant` (`not_found` for an unknown id; a revocation is an audit entry),
@@ -106,6 +106,12 @@ export function createConsentMock(options: {
     void options.emit('consent_changed', open.length);
     return id;
   };
+  // The question timed out or its turn stopped: it is no longer open.
+  const withdraw = (id: number): void => {
+    const at = open.findIndex((r) => r.id === id);
+    if (at >= 0) open.splice(at, 1);
+    void options.emit('consent_changed', open.length);
+  };
   // Open at start (before the IPC mock exists: no event, the window lists them on load).
   if (options.scenario === 'consent-diff') queue(DIFF_REQUEST);
   if (options.scenario === 'consent-escalated') queue(ESCALATED_REQUEST);
@@ -192,6 +198,7 @@ export function createConsentMock(options: {
       brokenAt = 2;
     },
     ask,
+    withdraw,
     answers: (): ConsentAnswer[] => answered.map((a) => ({ ...a })),
   };
 }

@@ -40,6 +40,7 @@
  *   __hearthMock.deleteOnDisk(relPath) a watched file is deleted on disk (not noticed yet)
  *   __hearthMock.setPolling(path, why|null)  the system will not watch that folder: it is polled
  *   __hearthMock.askConsent(request)   a tool call waits for the user (then consent_changed); its id
+ *   __hearthMock.withdrawConsent(id)   an open question times out unanswered (then consent_changed)
  *   __hearthMock.consentAnswers()      what the consent window answered, in order
  *   __hearthMock.tamperAudit()         the audit log's chain is broken at entry 2 (verify_audit says so)
  *   __hearthMock.setMcpStartDelay(ms)  how long list_mcp_tools takes to start a server (default 0)
@@ -115,6 +116,7 @@ export type MockControl = {
   deleteOnDisk(relPath: string): void;
   setPolling(path: string, why: string | null): void;
   askConsent(request: Omit<ConsentRequestDto, 'id'>): number;
+  withdrawConsent(id: number): void;
   consentAnswers(): ConsentAnswer[];
   tamperAudit(): void;
   setMcpStartDelay(ms: number): void;
@@ -234,6 +236,7 @@ export function installMocks(
     deleteOnDisk: (relPath) => folders.deleteOnDisk(relPath),
     setPolling: (path, why) => folders.setPolling(path, why),
     askConsent: (request) => consent.ask(request),
+    withdrawConsent: (id) => consent.withdraw(id),
     consentAnswers: () => consent.answers(),
     tamperAudit: () => consent.tamperAudit(),
     setMcpStartDelay: (ms) => mcp.setStartDelay(ms),
