@@ -112,9 +112,6 @@ pub fn send_message<R: Runtime>(
         text,
         temporary,
     } = args.0;
-    if text.trim().is_empty() {
-        return Err(ErrorDto::new("invalid_input", "the message is empty"));
-    }
     start_turn(
         app,
         webview.label(),
@@ -160,9 +157,6 @@ pub fn edit_last_message<R: Runtime>(
         conversation_id,
         text,
     } = args.0;
-    if text.trim().is_empty() {
-        return Err(ErrorDto::new("invalid_input", "the message is empty"));
-    }
     start_turn(
         app,
         webview.label(),
@@ -186,11 +180,12 @@ fn start_turn<R: Runtime>(
     options: ChatOptions,
 ) -> Result<SendResultDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
-    let slots = hearth.providers().for_chat(None, None)?;
     // Tools on, asking through the consent window (whichever window started the turn).
     let consent: std::sync::Arc<dyn hearth_core::tools::gate::Consent> = state.consent.clone();
     let mut options = options;
     options.tools = hearth_core::tools::gate::ToolSettings::new(Some(consent));
+    // The engine checks the turn (an empty message is refused) and picks its models.
+    let turn = hearth.turn(options, &hearth_core::ModelChoice::default())?;
     let turn_id = state.next_turn.fetch_add(1, Ordering::Relaxed);
     let cancel = CancellationToken::new();
     if let Ok(mut turns) = state.turns.lock() {
@@ -203,39 +198,37 @@ fn start_turn<R: Runtime>(
         // here: its answer row is marked failed by the engine as the turn unwinds (which
         // also stops its checkpoints), and the window gets `chat_failed`.
         let turn = {
-            let (hearth, slots) = (hearth.clone(), slots.clone());
             tauri::async_runtime::spawn(async move {
-                hearth
-                    .chat(&slots, options, &cancel, move |event| {
-                        let _ = match event {
-                            TurnEvent::Text(piece) => emitter.emit_to(
-                                token_target.clone(),
-                                "chat_token",
-                                ChatTokenEvent {
-                                    turn_id,
-                                    text: piece.to_owned(),
-                                },
-                            ),
-                            TurnEvent::ToolStarted { id, tool } => emitter.emit_to(
-                                token_target.clone(),
-                                "chat_tool_started",
-                                ChatToolStartedEvent {
-                                    turn_id,
-                                    call_id: id.to_owned(),
-                                    tool: tool.to_owned(),
-                                },
-                            ),
-                            TurnEvent::ToolEnded(call) => emitter.emit_to(
-                                token_target.clone(),
-                                "chat_tool",
-                                ChatToolEvent {
-                                    turn_id,
-                                    call: call.into(),
-                                },
-                            ),
-                        };
-                    })
-                    .await
+                turn.run(&cancel, move |event| {
+                    let _ = match event {
+                        TurnEvent::Text(piece) => emitter.emit_to(
+                            token_target.clone(),
+                            "chat_token",
+                            ChatTokenEvent {
+                                turn_id,
+                                text: piece.to_owned(),
+                            },
+                        ),
+                        TurnEvent::ToolStarted { id, tool } => emitter.emit_to(
+                            token_target.clone(),
+                            "chat_tool_started",
+                            ChatToolStartedEvent {
+                                turn_id,
+                                call_id: id.to_owned(),
+                                tool: tool.to_owned(),
+                            },
+                        ),
+                        TurnEvent::ToolEnded(call) => emitter.emit_to(
+                            token_target.clone(),
+                            "chat_tool",
+                            ChatToolEvent {
+                                turn_id,
+                                call: call.into(),
+                            },
+                        ),
+                    };
+                })
+                .await
             })
         };
         let result = match turn.await {

@@ -154,14 +154,9 @@ pub async fn search_documents(
     } = args.0;
     let mode = match mode.as_deref() {
         None => Mode::Hybrid,
-        Some(m) => Mode::parse(m).ok_or_else(|| {
-            ErrorDto::new(
-                "invalid_input",
-                format!("unknown search mode {m:?} (hybrid, bm25 or vector)"),
-            )
-        })?,
+        Some(m) => Mode::parse(m)?,
     };
-    let k = limit.unwrap_or(10).clamp(1, 50) as usize;
+    let k = limit.map(|l| l as usize);
     let folders = folders(&state)?;
     let found = blocking(move || {
         let folder = folder.map(PathBuf::from);

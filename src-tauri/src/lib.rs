@@ -8,6 +8,8 @@ mod folders_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod providers_cmd;
+#[cfg(test)]
+mod same_rules_tests;
 mod shortcut;
 mod state;
 mod tools_cmd;
@@ -72,7 +74,6 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 }),
                 turns: Mutex::new(std::collections::HashMap::new()),
                 next_turn: std::sync::atomic::AtomicU64::new(1),
-                downloading_model: std::sync::atomic::AtomicBool::new(false),
                 jobs: Mutex::new(None),
                 watching: Mutex::new(None),
                 consent: std::sync::Arc::new(windows::consent_queue(&handle)),

@@ -7,13 +7,11 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // The extraction worker (a child of this binary, started by the indexer): it reads
-    // hostile files so the app's own process never does.
-    if std::env::args().nth(1).as_deref() == Some(hearth_core::folders::worker::WORKER_ARG) {
-        std::process::exit(hearth_core::folders::worker::serve());
-    }
+    // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
-    unsafe { hearth_core::embed::single_threaded_kernels() };
+    if let Some(code) = unsafe { hearth_core::process_start() } {
+        std::process::exit(code);
+    }
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {
         match hearth_core::paths::default_data_dir() {

@@ -15,12 +15,7 @@ use crate::state::AppState;
 
 fn server_dto(hearth: &Hearth, name: &str) -> Result<McpServerDto, ErrorDto> {
     let mcp = hearth.mcp();
-    let row = mcp
-        .list()?
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| ErrorDto::new("not_found", format!("no MCP server named {name:?}")))?;
-    Ok(McpServerDto::new(row, mcp.logs(name)))
+    Ok(McpServerDto::new(mcp.server(name)?, mcp.log(name)?))
 }
 
 #[tauri::command]
@@ -114,16 +109,7 @@ pub async fn mcp_server_log(
 ) -> Result<Vec<String>, ErrorDto> {
     let hearth = state.hearth()?.clone();
     let name = args.0.name;
-    blocking(move || {
-        let mcp = hearth.mcp();
-        if !mcp.list()?.iter().any(|s| s.name == name) {
-            return Err(hearth_core::Error::NotFound(format!(
-                "no MCP server named {name:?}"
-            )));
-        }
-        Ok(mcp.logs(&name))
-    })
-    .await
+    blocking(move || hearth.mcp().log(&name)).await
 }
 
 #[tauri::command]
@@ -140,9 +126,10 @@ pub async fn set_mcp_enabled(
     args: Args<SetMcpEnabledArgs>,
 ) -> Result<McpServerDto, ErrorDto> {
     let SetMcpEnabledArgs { name, enabled } = args.0;
-    let hearth = state.hearth()?;
-    hearth.mcp().set_enabled(&name, enabled).await?;
-    server_dto(hearth, &name)
+    let mcp = state.hearth()?.mcp();
+    let row = mcp.set_enabled(&name, enabled).await?;
+    let log = mcp.logs(&row.name);
+    Ok(McpServerDto::new(row, log))
 }
 
 #[tauri::command]
@@ -157,12 +144,7 @@ pub async fn import_mcp_servers(
     } = args.0;
     let path = match (path.filter(|p| !p.trim().is_empty()), claude_desktop) {
         (Some(p), false) => std::path::PathBuf::from(p),
-        (None, true) => hearth_core::McpService::claude_desktop_config().ok_or_else(|| {
-            ErrorDto::new(
-                "not_found",
-                "no home folder to find Claude Desktop's config in",
-            )
-        })?,
+        (None, true) => hearth_core::McpService::claude_desktop_config()?,
         _ => {
             return Err(ErrorDto::new(
                 "invalid_input",

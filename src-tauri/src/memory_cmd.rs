@@ -409,11 +409,7 @@ pub async fn count_conversation_memories(
 
 async fn embedding_status(state: &AppState) -> Result<EmbeddingStatusDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
-    let downloading = state
-        .downloading_model
-        .load(std::sync::atomic::Ordering::SeqCst);
-    let s = blocking(move || hearth.embedding_status()).await?;
-    Ok(EmbeddingStatusDto::new(s, downloading))
+    Ok(blocking(move || hearth.embedding_status()).await?.into())
 }
 
 #[tauri::command]
@@ -453,16 +449,8 @@ pub async fn download_embedding_model<R: Runtime>(
     app: AppHandle<R>,
     state: State<'_, AppState>,
 ) -> Result<EmbeddingStatusDto, ErrorDto> {
-    use std::sync::atomic::Ordering;
     let hearth = state.hearth()?.clone();
-    if state.downloading_model.swap(true, Ordering::SeqCst) {
-        return Err(ErrorDto::new(
-            "busy",
-            "the embedding model is already downloading",
-        ));
-    }
-    let h = hearth.clone();
-    let result = blocking(move || {
+    blocking(move || {
         let progress = move |file: &str, done: u64, total: Option<u64>| {
             let _ = app.emit(
                 "model_download_progress",
@@ -473,10 +461,8 @@ pub async fn download_embedding_model<R: Runtime>(
                 },
             );
         };
-        h.download_local_model(Some(&progress))
+        hearth.download_local_model(Some(&progress))
     })
-    .await;
-    state.downloading_model.store(false, Ordering::SeqCst);
-    result?;
+    .await?;
     embedding_status(&state).await
 }

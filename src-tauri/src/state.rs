@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 use tokio_util::sync::CancellationToken;
 
@@ -20,8 +20,6 @@ pub struct AppState {
     /// events go there, and only it may stop the turn).
     pub turns: Mutex<HashMap<u64, (String, CancellationToken)>>,
     pub next_turn: AtomicU64,
-    /// The local embedding model is downloading (one download at a time).
-    pub downloading_model: AtomicBool,
     /// The engine's background job workers, while the app runs.
     pub jobs: Mutex<Option<hearth_core::RunningJobs>>,
     /// The folder watcher, while the app runs.

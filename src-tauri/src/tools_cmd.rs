@@ -91,18 +91,15 @@ pub fn list_tools(state: State<'_, AppState>) -> Result<Vec<ToolDto>, ErrorDto> 
 
 #[tauri::command]
 pub async fn list_grants(state: State<'_, AppState>) -> Result<Vec<GrantDto>, ErrorDto> {
-    let grants = state.hearth()?.grants();
-    let list = crate::cmd::blocking(move || grants.list()).await?;
+    let activity = state.hearth()?.activity();
+    let list = crate::cmd::blocking(move || activity.grants()).await?;
     Ok(list
         .into_iter()
         .map(|g| GrantDto {
             id: g.id,
             tool: g.tool,
             origin: g.origin,
-            scope: match g.scope {
-                hearth_core::tools::grants::Scope::Always => "always".into(),
-                hearth_core::tools::grants::Scope::Conversation => "conversation".into(),
-            },
+            scope: g.scope.as_str().to_owned(),
             conversation_id: g.conversation,
             created_at: g.created_at,
         })
@@ -115,35 +112,22 @@ pub async fn revoke_grant(
     args: Args<GrantIdArgs>,
 ) -> Result<(), ErrorDto> {
     let id = args.0.id;
-    let grants = state.hearth()?.grants();
-    if crate::cmd::blocking(move || grants.revoke(id)).await? {
-        Ok(())
-    } else {
-        Err(ErrorDto::new(
-            "not_found",
-            format!("there is no grant {id}"),
-        ))
-    }
+    let activity = state.hearth()?.activity();
+    crate::cmd::blocking(move || activity.revoke_grant(id)).await
 }
 
-/// The newest entries of the audit log (at most 500), oldest first.
+/// The newest entries of the audit log (`hearth_core::RECENT_AUDIT_ENTRIES`), oldest first.
 #[tauri::command]
 pub async fn list_audit(state: State<'_, AppState>) -> Result<Vec<AuditEntryDto>, ErrorDto> {
-    let audit = state.hearth()?.audit();
-    let list = crate::cmd::blocking(move || {
-        audit.list(&hearth_core::audit::Filter {
-            limit: Some(500),
-            ..Default::default()
-        })
-    })
-    .await?;
+    let activity = state.hearth()?.activity();
+    let list = crate::cmd::blocking(move || activity.recent_audit()).await?;
     Ok(list.into_iter().map(Into::into).collect())
 }
 
 #[tauri::command]
 pub async fn verify_audit(state: State<'_, AppState>) -> Result<AuditVerifyDto, ErrorDto> {
-    let audit = state.hearth()?.audit();
-    let v = crate::cmd::blocking(move || audit.verify()).await?;
+    let activity = state.hearth()?.activity();
+    let v = crate::cmd::blocking(move || activity.verify_audit()).await?;
     Ok(AuditVerifyDto {
         ok: v.ok,
         entries: v.entries,

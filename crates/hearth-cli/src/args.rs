@@ -160,9 +160,9 @@ pub enum Command {
     Search {
         /// What to look for.
         query: String,
-        /// How many results.
-        #[arg(long, default_value_t = 10)]
-        k: usize,
+        /// How many results (default 10; 1 to 50).
+        #[arg(long)]
+        k: Option<usize>,
         /// hybrid, bm25 or vector.
         #[arg(long, default_value = "hybrid")]
         mode: String,

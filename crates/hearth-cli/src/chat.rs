@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use hearth_core::Hearth;
 use hearth_core::chat::{ChatOptions, Redo, TurnEvent};
 use hearth_core::tools::gate::ToolSettings;
+use hearth_core::{Hearth, ModelChoice};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -48,10 +48,6 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         _ => Redo::No,
     };
     let opts = open_options()?;
-    let slots = {
-        let hearth = Hearth::open_oneshot(&opts)?;
-        hearth.providers().for_chat(provider.as_deref(), model)?
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -67,6 +63,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
             }
         });
         let json = out.json;
+        let choice = ModelChoice { provider, model };
         let options = ChatOptions {
             conversation,
             message,
@@ -81,9 +78,11 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 }
             },
         };
+        // The engine checks the turn (an empty message is refused) and picks its models.
+        let turn = hearth.turn(options, &choice)?;
         let mut stdout = std::io::stdout();
-        let outcome = hearth
-            .chat(&slots, options, &cancel, |event| {
+        let outcome = turn
+            .run(&cancel, |event| {
                 if let (false, TurnEvent::Text(piece)) = (json, event) {
                     // The model's words, never its escape sequences (`display::prose`
                     // escapes character by character, so a sequence split across pieces
@@ -120,10 +119,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         // Learn from the exchange before exiting, so `hearth memory list` shows it.
         let mut learned = Vec::new();
         if let (Some(job), false) = (outcome.learn_job, no_wait) {
-            let runner = hearth.jobs().with_fast_model(slots.fast.clone());
-            match runner.run_job(job).await {
-                Ok(Some(hearth_core::JobResult::Learned(changes))) => learned = changes,
-                Ok(_) => {}
+            match turn.learn_now(job).await {
+                Ok(changes) => learned = changes,
                 Err(e) => eprintln!("warning: could not learn from this exchange yet: {e}"),
             }
             if !json && !learned.is_empty() {
@@ -185,7 +182,7 @@ fn print_sources(sources: &[hearth_core::folders::cite::Source]) {
     }
     println!("\nSources:");
     for src in sources {
-        let place = hearth_core::folders::search::place(src.page, src.line_start, src.line_end);
+        let place = src.place();
         let under = src
             .heading
             .as_deref()

@@ -140,16 +140,17 @@ pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-fn state_label(f: &FolderSummary) -> &'static str {
+fn state_label(f: &FolderSummary) -> String {
     match f.state {
-        hearth_core::FolderState::Paused => "paused",
-        hearth_core::FolderState::Unavailable => "unavailable: its index is kept",
-        hearth_core::FolderState::Indexing => "indexing",
-        hearth_core::FolderState::Polling => {
-            "up to date; polled every 30 s (the system will not watch it)"
-        }
-        hearth_core::FolderState::Watching => "up to date; watched for changes",
-        hearth_core::FolderState::Idle => "up to date",
+        hearth_core::FolderState::Paused => "paused".into(),
+        hearth_core::FolderState::Unavailable => "unavailable: its index is kept".into(),
+        hearth_core::FolderState::Indexing => "indexing".into(),
+        hearth_core::FolderState::Polling => format!(
+            "up to date; polled every {} s (the system will not watch it)",
+            hearth_core::FOLDER_POLL_EVERY.as_secs()
+        ),
+        hearth_core::FolderState::Watching => "up to date; watched for changes".into(),
+        hearth_core::FolderState::Idle => "up to date".into(),
     }
 }
 
@@ -202,9 +203,12 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(
                         stderr,
                         "{}: {}",
                         if p.phase == "rescan" {
-                            "walking again (too many changes at once)"
+                            "walking again (too many changes at once)".to_owned()
                         } else {
-                            "cannot watch, polling every 30 s"
+                            format!(
+                                "cannot watch, polling every {} s",
+                                hearth_core::FOLDER_POLL_EVERY.as_secs()
+                            )
                         },
                         hearth_core::display::prose(p.path.as_deref().unwrap_or(""))
                     );
@@ -254,16 +258,11 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(
 pub fn search(
     out: &Out,
     query: &str,
-    k: usize,
+    k: Option<usize>,
     mode: &str,
     scope: &hearth_core::SearchScope<'_>,
 ) -> Result<(), Failure> {
-    let mode = Mode::parse(mode).ok_or_else(|| {
-        Failure::new(
-            "invalid_input",
-            format!("unknown mode {mode:?} (hybrid, bm25 or vector)"),
-        )
-    })?;
+    let mode = Mode::parse(mode)?;
     let hearth = hearth()?;
     let found = hearth.folders().search(query, k, mode, scope)?;
     if out.json {
@@ -277,7 +276,7 @@ pub fn search(
         println!("Nothing found.");
     }
     for hit in &found.results {
-        let place = hearth_core::folders::search::place(hit.page, hit.line_start, hit.line_end);
+        let place = hit.place();
         let heading = hit
             .heading
             .as_deref()
@@ -297,59 +296,43 @@ pub fn search(
 
 /// `hearth eval retrieval --locomo PATH [--model M]`
 pub fn eval_retrieval(out: &Out, path: &Path, model: &str) -> Result<(), Failure> {
-    use hearth_core::eval::{RetrievalOptions, retrieval_locomo};
-    use hearth_core::memory::eval;
-    let model = hearth_core::embed::LocalModel::parse(model)?;
-    let conversations = eval::load(path)?;
-    let work = crate::memory::tempfile_dir()?;
     let mut stderr = std::io::stderr();
     let live = std::io::IsTerminal::is_terminal(&stderr);
     let json = out.json;
     let mut last = String::new();
-    let report = retrieval_locomo(
-        &conversations,
-        work.path(),
-        &RetrievalOptions {
-            model: Some(model),
-            worker: None,
-        },
-        &mut |conv, p| {
-            if json {
-                if let Ok(mut v) = serde_json::to_value(p) {
-                    v["conversation"] = conv.into();
-                    let _ = writeln!(
-                        stderr,
-                        "{}",
-                        hearth_core::display::json_for_terminal(&v.to_string())
-                    );
-                }
-            } else if p.phase == "scan" || (live && p.phase != "done") {
-                let what = match p.phase {
-                    "scan" => format!("conversation {conv}: {} session files", p.total),
-                    "embed" => format!(
-                        "conversation {conv}: vectors for {} of {} chunks",
-                        p.done, p.total
-                    ),
-                    _ => format!(
-                        "conversation {conv}: indexed {} of {} files",
-                        p.done, p.total
-                    ),
-                };
-                if what != last {
-                    let _ = write!(stderr, "\r{what:<72}");
-                    last = what;
-                }
+    let report = hearth_core::eval::retrieval(path, model, &mut |conv, p| {
+        if json {
+            if let Ok(mut v) = serde_json::to_value(p) {
+                v["conversation"] = conv.into();
+                let _ = writeln!(
+                    stderr,
+                    "{}",
+                    hearth_core::display::json_for_terminal(&v.to_string())
+                );
             }
-        },
-    )?;
+        } else if p.phase == "scan" || (live && p.phase != "done") {
+            let what = match p.phase {
+                "scan" => format!("conversation {conv}: {} session files", p.total),
+                "embed" => format!(
+                    "conversation {conv}: vectors for {} of {} chunks",
+                    p.done, p.total
+                ),
+                _ => format!(
+                    "conversation {conv}: indexed {} of {} files",
+                    p.done, p.total
+                ),
+            };
+            if what != last {
+                let _ = write!(stderr, "\r{what:<72}");
+                last = what;
+            }
+        }
+    })?;
     if live && !json {
         let _ = writeln!(stderr);
     }
     if report.model.is_none() {
-        eprintln!(
-            "note: {} is not on this computer (set HEARTH_EMBED_MODEL_DIR, or `hearth embedding download`); measuring keywords only",
-            model.id()
-        );
+        crate::memory::keywords_only_note(model);
     }
     if out.json {
         out.print_json(&report);

@@ -1,7 +1,6 @@
 //! `hearth key …`
 
-use hearth_core::store::{self, PASSPHRASE_ENV};
-use hearth_core::{KeyBackend, Passphrase, RecoveryKey};
+use hearth_core::{Hearth, KeyBackend, PASSPHRASE_ENV, Passphrase, RecoveryKey};
 use serde_json::json;
 
 use crate::output::{Failure, Out};
@@ -22,7 +21,7 @@ pub fn export(out: &Out, yes: bool) -> Result<(), Failure> {
         }
     }
     let opts = open_options()?;
-    let key = store::export_recovery_key(&opts)?;
+    let key = Hearth::keys(&opts).export_recovery()?;
     if out.json {
         out.print_json(&json!({ "recovery_key": key.expose(), "warning": warning }));
     } else {
@@ -36,8 +35,8 @@ pub fn export(out: &Out, yes: bool) -> Result<(), Failure> {
 
 pub fn backend(out: &Out, backend: &str) -> Result<(), Failure> {
     let to: KeyBackend = backend.parse()?;
-    let opts = open_options()?;
-    let from = opts.existing_key_backend()?;
+    let keys = Hearth::keys(&open_options()?);
+    let from = keys.backend()?;
     let new_passphrase = if to == KeyBackend::Passphrase && from != Some(KeyBackend::Passphrase) {
         Some(
             match std::env::var(NEW_PASSPHRASE_ENV)
@@ -51,7 +50,7 @@ pub fn backend(out: &Out, backend: &str) -> Result<(), Failure> {
     } else {
         None
     };
-    store::move_key(&opts, to, new_passphrase.as_ref())?;
+    keys.move_to(to, new_passphrase.as_ref())?;
     if let Some(w) = to.warning() {
         eprintln!("warning: {w}");
     }
@@ -66,8 +65,7 @@ pub fn backend(out: &Out, backend: &str) -> Result<(), Failure> {
 }
 
 pub fn rotate(out: &Out) -> Result<(), Failure> {
-    let opts = open_options()?;
-    store::rotate_key(&opts)?;
+    Hearth::keys(&open_options()?).rotate()?;
     if out.json {
         out.print_json(&json!({ "rotated": true }));
     } else {
@@ -89,7 +87,7 @@ pub fn import(out: &Out) -> Result<(), Failure> {
             true,
         )?);
     }
-    store::import_recovery_key(&opts, &recovery)?;
+    Hearth::keys(&opts).import_recovery(&recovery)?;
     if out.json {
         out.print_json(&json!({ "imported": true, "key_backend": backend.as_str() }));
     } else {

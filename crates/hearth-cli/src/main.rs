@@ -56,13 +56,11 @@ use output::{Failure, Out};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // The extraction worker (a child of this binary, started by the indexer): it reads
-    // hostile files so the indexing process never does.
-    if std::env::args().nth(1).as_deref() == Some(hearth_core::folders::worker::WORKER_ARG) {
-        return ExitCode::from(hearth_core::folders::worker::serve().clamp(0, 255) as u8);
-    }
+    // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
-    unsafe { hearth_core::embed::single_threaded_kernels() };
+    if let Some(code) = unsafe { hearth_core::process_start() } {
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     let json_requested = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -239,27 +239,14 @@ pub fn run(out: &Out, command: McpCommand) -> Result<(), Failure> {
             let rt = runtime()?;
             let surface = surface(yes);
             let report = match file {
-                Some(f) if f.as_os_str() == "-" => {
-                    let mut text = String::new();
-                    std::io::Read::read_to_string(
-                        &mut std::io::Read::take(
-                            std::io::stdin().lock(),
-                            hearth_core::tools::mcp::desktop::MAX_CONFIG_BYTES + 1,
-                        ),
-                        &mut text,
-                    )
-                    .map_err(|e| Failure::new("invalid_input", format!("stdin: {e}")))?;
-                    rt.block_on(mcp.import(&text, replace, surface.as_ref()))?
-                }
+                Some(f) if f.as_os_str() == "-" => rt.block_on(mcp.import_reader(
+                    std::io::stdin().lock(),
+                    replace,
+                    surface.as_ref(),
+                ))?,
                 Some(f) => rt.block_on(mcp.import_file(&f, replace, surface.as_ref()))?,
                 None => {
-                    let path =
-                        hearth_core::McpService::claude_desktop_config().ok_or_else(|| {
-                            Failure::new(
-                                "not_found",
-                                "no home folder to find Claude Desktop's config in",
-                            )
-                        })?;
+                    let path = hearth_core::McpService::claude_desktop_config()?;
                     if !out.json {
                         println!("Reading {}", path.display());
                     }

@@ -27,33 +27,6 @@ fn proposal_line(p: &Proposal) -> String {
     format!("{}  on {}: {what}{also}  ({})", p.id, p.memory_id, p.reason)
 }
 
-/// A local calendar day's start, in ms since the epoch (the user's time zone).
-fn day_start(date: &str, flag: &str) -> Result<i64, Failure> {
-    let day: jiff::civil::Date = date.trim().parse().map_err(|_| {
-        Failure::new(
-            "invalid_input",
-            format!("{flag} {date:?} is not a date like 2026-05-31"),
-        )
-    })?;
-    let zoned = day
-        .to_zoned(jiff::tz::TimeZone::system())
-        .map_err(|e| Failure::new("invalid_input", format!("{flag} {date:?}: {e}")))?;
-    Ok(zoned.timestamp().as_millisecond())
-}
-
-fn next_day_start(date: &str, flag: &str) -> Result<i64, Failure> {
-    let day: jiff::civil::Date = date.trim().parse().map_err(|_| {
-        Failure::new(
-            "invalid_input",
-            format!("{flag} {date:?} is not a date like 2026-05-31"),
-        )
-    })?;
-    let next = day
-        .tomorrow()
-        .map_err(|e| Failure::new("invalid_input", e.to_string()))?;
-    day_start(&next.to_string(), flag)
-}
-
 fn line(m: &Memory) -> String {
     let mut marks = Vec::new();
     if m.pinned {
@@ -202,7 +175,7 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
                 (true, _, _) => ("every memory".to_owned(), None),
                 (false, Some(f), Some(t)) => (
                     format!("the memories created from {f} to {t}"),
-                    Some((day_start(&f, "--from")?, next_day_start(&t, "--to")?)),
+                    Some(MemoryService::day_range(&f, &t)?),
                 ),
                 _ => {
                     return Err(Failure::new(
@@ -258,24 +231,12 @@ pub fn run(out: &Out, command: MemoryCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The local embedding model `model` if it is installed; else a note that only keywords
-/// count.
-fn eval_embedder(model: &str) -> Result<Option<hearth_core::embed::LocalEmbedder>, Failure> {
-    use hearth_core::embed::{LocalEmbedder, LocalModel};
-    let model = LocalModel::parse(model)?;
-    let embedder = LocalEmbedder::installed_from_env_for(model)?;
-    if embedder.is_none() {
-        let how = if model == LocalModel::default() {
-            "set HEARTH_EMBED_MODEL_DIR, or `hearth embedding download`"
-        } else {
-            "choose it with `hearth embedding use` and run `hearth embedding download`"
-        };
-        eprintln!(
-            "note: {} is not on this computer ({how}); measuring keywords only",
-            model.id()
-        );
-    }
-    Ok(embedder)
+/// Says that `model` was not here, so only keywords were measured.
+pub(crate) fn keywords_only_note(model: &str) {
+    eprintln!(
+        "note: {model} is not on this computer (set HEARTH_EMBED_MODEL_DIR, or choose it with \
+         `hearth embedding use` and run `hearth embedding download`); measuring keywords only"
+    );
 }
 
 /// `hearth eval memory --profile DIR [--distractors N]`
@@ -285,18 +246,10 @@ pub fn eval_profile(
     distractors: usize,
     model: &str,
 ) -> Result<(), Failure> {
-    use hearth_core::memory::profile;
-    let set = profile::load(dir)?;
-    let embedder = eval_embedder(model)?;
-    let work = tempfile_dir()?;
-    let report = profile::run(
-        &set,
-        distractors,
-        embedder
-            .as_ref()
-            .map(|e| e as &dyn hearth_core::embed::Embedder),
-        work.path(),
-    )?;
+    let report = hearth_core::eval::memory_profile(dir, distractors, model)?;
+    if report.search_model.is_none() {
+        keywords_only_note(model);
+    }
     if out.json {
         out.print_json(&report);
     } else {
@@ -327,17 +280,11 @@ pub fn eval_profile(
 
 /// `hearth eval memory --locomo PATH`
 pub fn eval(out: &Out, path: &std::path::Path, model: &str) -> Result<(), Failure> {
-    use hearth_core::memory::eval;
-    let conversations = eval::load(path)?;
-    let embedder = eval_embedder(model)?;
-    let work = tempfile_dir()?;
-    let rows = eval::run(
-        &conversations,
-        embedder
-            .as_ref()
-            .map(|e| e as &dyn hearth_core::embed::Embedder),
-        work.path(),
-    )?;
+    let measured = hearth_core::eval::memory_locomo(path, model)?;
+    if measured.model.is_none() {
+        keywords_only_note(model);
+    }
+    let rows = measured.rows;
     if out.json {
         out.print_json(&rows);
     } else {
@@ -354,26 +301,4 @@ pub fn eval(out: &Out, path: &std::path::Path, model: &str) -> Result<(), Failur
         }
     }
     Ok(())
-}
-
-/// A private temporary folder, removed when dropped.
-pub(crate) fn tempfile_dir() -> Result<TempDir, Failure> {
-    let dir = std::env::temp_dir().join(format!("hearth-eval-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::new("io", format!("cannot create {}: {e}", dir.display())))?;
-    Ok(TempDir(dir))
-}
-
-pub(crate) struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    pub(crate) fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -68,10 +68,10 @@ pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
 
 /// `hearth grants`.
 pub fn grants(out: &Out, command: GrantsCommand) -> Result<(), Failure> {
-    let grants = Hearth::open_oneshot(&open_options()?)?.grants();
+    let activity = Hearth::open_oneshot(&open_options()?)?.activity();
     match command {
         GrantsCommand::List => {
-            let rows = grants.list()?;
+            let rows = activity.grants()?;
             if out.json {
                 out.print_json(&rows);
             } else if rows.is_empty() {
@@ -91,16 +91,11 @@ pub fn grants(out: &Out, command: GrantsCommand) -> Result<(), Failure> {
         }
         GrantsCommand::Revoke { id, all } => {
             let revoked = if all {
-                grants.revoke_all()?
+                activity.revoke_all_grants()?
             } else {
                 let id =
                     id.ok_or_else(|| Failure::new("invalid_input", "give a grant's id or --all"))?;
-                if !grants.revoke(id)? {
-                    return Err(Failure::new(
-                        "not_found",
-                        format!("there is no grant {id}; see `hearth grants list`"),
-                    ));
-                }
+                activity.revoke_grant(id)?;
                 1
             };
             if out.json {
@@ -119,10 +114,10 @@ pub fn grants(out: &Out, command: GrantsCommand) -> Result<(), Failure> {
 /// `hearth audit`; the exit code. `verify` exits 1 when the chain is broken (after its
 /// report).
 pub fn audit(out: &Out, command: AuditCommand) -> Result<u8, Failure> {
-    let audit = Hearth::open_oneshot(&open_options()?)?.audit();
+    let activity = Hearth::open_oneshot(&open_options()?)?.activity();
     match command {
         AuditCommand::List { kind, tool, limit } => {
-            let rows = audit.list(&hearth_core::audit::Filter { kind, tool, limit })?;
+            let rows = activity.audit(&hearth_core::audit::Filter { kind, tool, limit })?;
             if out.json {
                 let rows: Vec<_> = rows
                     .iter()
@@ -188,7 +183,7 @@ pub fn audit(out: &Out, command: AuditCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         AuditCommand::Verify => {
-            let v = audit.verify()?;
+            let v = activity.verify_audit()?;
             if out.json {
                 out.print_json(&v);
             } else if v.ok {

@@ -706,7 +706,7 @@ fn first_hit(corpus: &Corpus) {
     let first = loop {
         let found = hearth
             .folders()
-            .search("quokka", 1, search::Mode::Bm25, &scope)
+            .search("quokka", Some(1), search::Mode::Bm25, &scope)
             .map(|f| !f.results.is_empty())
             .unwrap_or(false);
         if found {

@@ -12,7 +12,7 @@
 //! change keeps `HMAC(salt, text)` with the salt in the memory's row, gone with a real
 //! delete. `audit_head` keeps the newest entry, so a log cut short at its end is detected.
 //!
-//! **Threat model** (ARCHITECTURE.md, "Audit log"): the chain finds accidental corruption
+//! **Threat model** (docs/decisions/0019-audit-log-hash-chain.md): the chain finds accidental corruption
 //! and partial tampering — an entry edited, removed, reordered, or the newest ones cut off.
 //! It does not stop someone holding the database key from rewriting the whole log and its
 //! head consistently.

@@ -110,13 +110,16 @@ pub enum Error {
         stderr: Vec<String>,
     },
 
-    /// A background task was cancelled or panicked.
     /// An act that lowers caution (adding an MCP server, approving its tools, accepting
     /// its labels, lowering a tier) was not confirmed on the consent surface.
     #[error("not confirmed: {0}")]
     NotConfirmed(String),
+    /// A background task was cancelled or panicked.
     #[error("internal task failed: {0}")]
     Task(String),
+    /// The same work is already under way in this process (one model download at a time).
+    #[error("{0}")]
+    Busy(String),
 
     /// A job's lease ran out and another worker took the job over: this worker's result
     /// is not applied.
@@ -148,6 +151,7 @@ impl Error {
             Error::Task(_) => "internal",
             Error::McpStart { .. } => "mcp_start_failed",
             Error::NotConfirmed(_) => "confirmation_required",
+            Error::Busy(_) => "busy",
         }
     }
 

@@ -26,6 +26,7 @@ pub mod context;
 pub mod conversations;
 pub mod display;
 pub mod embed;
+mod entry;
 mod error;
 mod events;
 mod failpoint;
@@ -46,16 +47,19 @@ pub mod tools;
 pub mod types;
 mod usage;
 
+pub use entry::process_start;
 pub use error::{Error, Result, ServiceError};
 pub use events::Event;
+pub use folders::watch::POLL_EVERY as FOLDER_POLL_EVERY;
 pub use hearth::eval;
 pub use hearth::{
-    ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService,
-    FolderState, FolderSummary, Hearth, INGEST_JOB, ImportReport, ImportedServer, IndexOptions,
-    IndexSummary, JobResult, JobRunner, LocalModelStatus, McpService, McpToolInfo, MemoryCounts,
-    MemoryDetail, MemoryService, ModelService, NewServer, ProviderService, REEMBED_JOB, RunPolicy,
-    RunningJobs, SearchScope, ServerReport, Status, ToolReview, WatchingFolders,
+    ActivityService, ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob,
+    FolderService, FolderState, FolderSummary, Hearth, INGEST_JOB, ImportReport, ImportedServer,
+    IndexOptions, IndexSummary, JobResult, JobRunner, KeyService, LocalModelStatus, McpService,
+    McpToolInfo, MemoryCounts, MemoryDetail, MemoryService, ModelChoice, ModelService, NewServer,
+    ProviderService, RECENT_AUDIT_ENTRIES, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope,
+    ServerReport, Status, ToolReview, Turn, WatchingFolders,
 };
 pub use paths::DataDir;
 pub use store::key::{KeyBackend, RecoveryKey};
-pub use store::{OpenOptions, Passphrase};
+pub use store::{OpenOptions, PASSPHRASE_ENV, Passphrase};

@@ -3,7 +3,7 @@
 //! becomes one relevance ([`Fusion`]). Memory search and the memory block use it
 //! (`memory::rank` adds memory's own rules: subject, context, the block's reserve), and
 //! folder search is to use the same, so there is one ranker, not two. It knows nothing of
-//! what is ranked. ARCHITECTURE.md, "Memory ranking", has the numbers that chose it.
+//! what is ranked. docs/decisions/0008-memory-ranking.md has the numbers that chose it.
 
 /// Words too common to search by (English); a query made only of them searches them all.
 pub const STOPWORDS: &[&str] = &[

@@ -5,7 +5,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use hearth_core::folders::cite::{PassageView, Source};
-use hearth_core::folders::search::{Hit, place};
+use hearth_core::folders::search::Hit;
 use hearth_core::{FolderState, FolderSummary};
 
 /// A watched folder and where its indexing stands. `state` is
@@ -130,7 +130,7 @@ impl From<Hit> for SearchHitDto {
             .unwrap_or_default();
         Self {
             chunk_id: h.chunk_id,
-            place: place(h.page, h.line_start, h.line_end),
+            place: h.place(),
             path: h.path,
             rel_path,
             folder_name,
@@ -174,7 +174,7 @@ impl From<Source> for SourceDto {
         Self {
             position: s.position,
             chunk_id: s.chunk_id,
-            place: place(s.page, s.line_start, s.line_end),
+            place: s.place(),
             name,
             path: s.path,
             heading: s.heading,
@@ -207,7 +207,7 @@ impl From<PassageView> for PassageDto {
     fn from(p: PassageView) -> Self {
         Self {
             chunk_id: p.chunk_id,
-            place: place(p.page, p.line_start, p.line_end),
+            place: p.place(),
             path: p.path,
             rel_path: p.rel_path,
             folder: p.folder,

@@ -162,8 +162,8 @@ pub struct LocalModelDto {
     pub on_disk: bool,
 }
 
-impl EmbeddingStatusDto {
-    pub fn new(s: hearth_core::EmbeddingStatus, downloading: bool) -> Self {
+impl From<hearth_core::EmbeddingStatus> for EmbeddingStatusDto {
+    fn from(s: hearth_core::EmbeddingStatus) -> Self {
         use hearth_core::embed::EmbeddingChoice;
         let (kind, provider, provider_model, local_model) = match s.choice {
             EmbeddingChoice::Local { model } => ("local", None, None, Some(model.id().to_owned())),
@@ -193,7 +193,7 @@ impl EmbeddingStatusDto {
             local_model_on_disk: s.local_model_on_disk,
             memories: s.memories as u32,
             embedded: s.embedded as u32,
-            downloading,
+            downloading: s.downloading,
         }
     }
 }

@@ -34,6 +34,13 @@ pub struct Source {
     pub page: Option<u32>,
 }
 
+impl Source {
+    /// Where the passage is, as people read it (`page 3`, `lines 7-12`).
+    pub fn place(&self) -> String {
+        super::search::place(self.page, self.line_start, self.line_end)
+    }
+}
+
 /// Stores the sources of answer `message`: `(citation id, chunk id)`. A chunk deleted
 /// since the prompt was made is left out.
 pub fn record(store: &Store, message: i64, cited: &[(u32, i64)]) -> Result<()> {
@@ -136,6 +143,13 @@ pub struct PassageView {
     pub text: String,
     /// When the file was last modified (ms since the epoch), as last indexed.
     pub modified: Option<crate::time::Millis>,
+}
+
+impl PassageView {
+    /// Where the passage is, as people read it (`page 3`, `lines 7-12`).
+    pub fn place(&self) -> String {
+        super::search::place(self.page, self.line_start, self.line_end)
+    }
 }
 
 /// The passage of chunk `id`; `None` when it is gone (its file changed or was removed).

@@ -4,7 +4,7 @@
 //!
 //! Why: FTS5's `bm25()` scores every document matching any query word (an OR query; it has
 //! no WAND), so at 100k chunks a question of common words costs tens of milliseconds
-//! (ARCHITECTURE.md, "Folder search", has the measurements); tantivy's block-max WAND
+//! (docs/decisions/0012-in-memory-search-copies.md has the measurements); tantivy's block-max WAND
 //! reads only the postings that can still reach the top k. The ranking is the same
 //! function as the FTS5 path: BM25 (k1 1.2, b 0.75) over the same query words
 //! ([`crate::rank::query_words`]) and one term frequency over text and heading path (the

@@ -37,12 +37,17 @@ impl Mode {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Mode> {
-        Some(match s {
+    /// The mode a user named (`hybrid`, `bm25`, `vector`); another name is `invalid_input`.
+    pub fn parse(s: &str) -> Result<Mode> {
+        Ok(match s {
             "hybrid" => Mode::Hybrid,
             "bm25" => Mode::Bm25,
             "vector" => Mode::Vector,
-            _ => return None,
+            _ => {
+                return Err(crate::Error::InvalidInput(format!(
+                    "unknown search mode {s:?} (hybrid, bm25 or vector)"
+                )));
+            }
         })
     }
 }
@@ -76,6 +81,11 @@ pub fn place(page: Option<u32>, line_start: u32, line_end: u32) -> String {
 }
 
 impl Hit {
+    /// Where the passage is, as people read it (`page 3`, `lines 7-12`).
+    pub fn place(&self) -> String {
+        place(self.page, self.line_start, self.line_end)
+    }
+
     /// A hit (rank and score 0) for chunk `id` of file `rel` in folder `root`, at
     /// `(line_start, line_end, page)` as stored.
     fn of(
@@ -225,7 +235,7 @@ pub fn keyword_ranked(
 /// 0.15–0.6 0.736, 0.2–0.7 0.742, 0.25–0.8 0.740, 0.3–0.7 0.736; with the weaker side at 1
 /// or 0.25, 0.727 and 0.726). Unlike rank fusion, a chunk whose only evidence is a weak
 /// nearest neighbour (cosine under 0.2) scores nothing, so it cannot push a keyword match
-/// down (ARCHITECTURE.md, "Folder search").
+/// down (docs/decisions/0011-folder-search-calibrated-fusion.md).
 pub const CHUNK_FUSION: crate::rank::Fusion = crate::rank::Fusion::Calibrated {
     floor: 0.2,
     ceil: 0.7,

@@ -39,6 +39,8 @@ pub struct EmbeddingStatus {
     pub memories: usize,
     /// Of those, how many have one from `model`.
     pub embedded: usize,
+    /// The local model is downloading in this process now.
+    pub downloading: bool,
 }
 
 /// A local model in the chooser.
@@ -153,6 +155,10 @@ impl Hearth {
                 .collect(),
             memories,
             embedded: if embedder.is_some() { embedded } else { 0 },
+            downloading: self
+                .inner
+                .downloading_model
+                .load(std::sync::atomic::Ordering::SeqCst),
         })
     }
 
@@ -201,10 +207,25 @@ impl Hearth {
     /// Downloads the chosen local model (the default one when the choice is not local;
     /// once; with `progress` as bytes arrive) and, when the choice is local, starts using
     /// it and queues the embedding of every memory. Blocking.
+    /// One download at a time: another call while one runs is `busy`.
     pub fn download_local_model(
         &self,
         progress: Option<&Progress>,
     ) -> Result<Option<crate::store::jobs::JobId>> {
+        use std::sync::atomic::Ordering;
+        /// Clears the flag however the download ends (an error, a panic).
+        struct Downloading<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Downloading<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        if self.inner.downloading_model.swap(true, Ordering::SeqCst) {
+            return Err(Error::Busy(
+                "the embedding model is already downloading".into(),
+            ));
+        }
+        let _downloading = Downloading(&self.inner.downloading_model);
         let choice: EmbeddingChoice = self
             .inner
             .store
@@ -356,5 +377,31 @@ impl Hearth {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod download_tests {
+    use std::sync::atomic::Ordering;
+
+    use crate::store::OpenOptions;
+    use crate::{DataDir, Hearth, KeyBackend};
+
+    #[test]
+    fn one_download_at_a_time_another_is_busy_and_the_status_says_one_runs() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut opts = OpenOptions::new(DataDir::new(tmp.path().join("d")));
+        opts.new_key_backend = KeyBackend::File;
+        let hearth = Hearth::open(&opts).expect("open");
+        assert!(!hearth.embedding_status().expect("status").downloading);
+        // Another window (or the tray) started a download that is still running.
+        hearth.inner.downloading_model.store(true, Ordering::SeqCst);
+        assert!(hearth.embedding_status().expect("status").downloading);
+        let err = hearth.download_local_model(None).expect_err("busy");
+        assert_eq!(err.code(), "busy");
+        assert!(
+            hearth.inner.downloading_model.load(Ordering::SeqCst),
+            "the refused call leaves the running download's flag alone"
+        );
     }
 }

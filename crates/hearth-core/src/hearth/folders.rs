@@ -53,6 +53,12 @@ pub enum FolderState {
     Idle,
 }
 
+/// How many passages a search returns when the user does not say.
+pub const SEARCH_RESULTS: usize = 10;
+
+/// The most passages one search returns, whoever asks (the app, the CLI).
+pub const SEARCH_RESULTS_MAX: usize = 50;
+
 /// A watched folder as the Folders screen and `hearth folders list` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FolderSummary {
@@ -815,15 +821,17 @@ impl FolderService {
         })
     }
 
-    /// Searches the indexed chunks `scope` lets through. Hybrid falls back to keyword
-    /// search, saying so, while chunks have no vectors.
+    /// Searches the indexed chunks `scope` lets through, for at most `limit` passages
+    /// ([`SEARCH_RESULTS`] when `None`; always 1 to [`SEARCH_RESULTS_MAX`]). Hybrid falls
+    /// back to keyword search, saying so, while chunks have no vectors.
     pub fn search(
         &self,
         text: &str,
-        k: usize,
+        limit: Option<usize>,
         mode: Mode,
         scope: &SearchScope<'_>,
     ) -> Result<Found> {
+        let k = limit.unwrap_or(SEARCH_RESULTS).clamp(1, SEARCH_RESULTS_MAX);
         let folder_id = match scope.folder {
             Some(p) => Some(
                 self.folders()

@@ -245,8 +245,22 @@ impl McpService {
     }
 
     /// Where Claude Desktop keeps its config here (it may not exist).
-    pub fn claude_desktop_config() -> Option<std::path::PathBuf> {
-        desktop::claude_desktop_path()
+    pub fn claude_desktop_config() -> Result<std::path::PathBuf> {
+        desktop::claude_desktop_path().ok_or_else(|| {
+            Error::NotFound("no home folder to find Claude Desktop's config in".into())
+        })
+    }
+
+    /// Imports the servers of a desktop config read from `reader` (standard input), read
+    /// bounded: see [`Self::import`].
+    pub async fn import_reader(
+        &self,
+        reader: impl std::io::Read,
+        replace: bool,
+        surface: &dyn Consent,
+    ) -> Result<ImportReport> {
+        let text = desktop::read_bounded(reader, "the config")?;
+        self.import(&text, replace, surface).await
     }
 
     /// Imports the servers of a desktop config file (read bounded): see [`Self::import`].
@@ -589,16 +603,29 @@ impl McpService {
         Ok(())
     }
 
-    /// Turns a server on or off (off: stopped, none of its tools offered).
+    /// Turns a server on or off (off: stopped, none of its tools offered); the server as
+    /// it may be shown.
     pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<ServerRow> {
         let row = self.registry().set_enabled(name, enabled)?;
         if !enabled {
             self.hearth.inner.mcp.stop(Some(name)).await;
         }
-        Ok(row)
+        Ok(shown(row))
     }
 
-    /// A server's recent stderr lines, kept in memory only (this process's).
+    /// One server as it may be shown; `not_found` when there is none by that name.
+    pub fn server(&self, name: &str) -> Result<ServerRow> {
+        self.registry().require(name).map(shown)
+    }
+
+    /// A server's recent stderr lines, kept in memory only (this process's); `not_found`
+    /// when there is no server by that name.
+    pub fn log(&self, name: &str) -> Result<Vec<String>> {
+        self.registry().require(name)?;
+        Ok(self.logs(name))
+    }
+
+    /// As [`Self::log`], for a server just listed (no lookup).
     pub fn logs(&self, name: &str) -> Vec<String> {
         self.hearth.inner.mcp.logs(name)
     }

@@ -178,9 +178,33 @@ impl MemoryService {
         Ok(n)
     }
 
-    /// Forgets, for real, what was created in `[from, to)` (ms since the epoch).
+    /// Forgets, for real, what was created in `[from, to)` (ms since the epoch). The range
+    /// must not be empty or reversed, nor start in the future (`invalid_input`).
     pub fn forget_between(&self, from: i64, to: i64) -> Result<usize> {
         self.memories().forget_between(from, to)
+    }
+
+    /// The range of local days `first` to `last` (ISO dates, both included) as
+    /// `[from, to)` in ms for [`MemoryService::forget_between`], checked as it checks
+    /// them; a date that is not one is `invalid_input`.
+    pub fn day_range(first: &str, last: &str) -> Result<(i64, i64)> {
+        let day = |date: &str| -> Result<jiff::civil::Date> {
+            date.trim()
+                .parse()
+                .map_err(|_| Error::InvalidInput(format!("{date:?} is not a date like 2026-05-31")))
+        };
+        let start = |d: jiff::civil::Date| -> Result<i64> {
+            d.to_zoned(jiff::tz::TimeZone::system())
+                .map(|z| z.timestamp().as_millisecond())
+                .map_err(|e| Error::InvalidInput(format!("{d}: {e}")))
+        };
+        let (first, last) = (day(first)?, day(last)?);
+        let after = last
+            .tomorrow()
+            .map_err(|e| Error::InvalidInput(format!("{last}: {e}")))?;
+        let (from, to) = (start(first)?, start(after)?);
+        crate::memory::check_range(from, to)?;
+        Ok((from, to))
     }
 
     /// How many memories were learned in a conversation.

@@ -1,18 +1,22 @@
 //! [`Hearth`]: the one handle the desktop shell and the CLI talk to.
 
+mod activity;
 mod conversations;
 mod embedding;
 pub mod eval;
 mod folders;
 mod jobs;
+mod keys;
 mod liveness;
 mod mcp;
 mod memory;
 mod providers;
+mod turn;
 
 /// The settings key of the quick-prompt shortcut.
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 
+pub use activity::{ActivityService, RECENT_AUDIT_ENTRIES};
 pub use conversations::ConversationService;
 use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
@@ -21,6 +25,7 @@ pub use folders::{
     WatchingFolders,
 };
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
+pub use keys::KeyService;
 pub use liveness::STALE_TURN;
 use liveness::{Liveness, sweep_dead_turns};
 pub use mcp::{
@@ -28,6 +33,7 @@ pub use mcp::{
 };
 pub use memory::{ExportFormat, MemoryCounts, MemoryDetail, MemoryService};
 pub use providers::{EffectiveSlots, ModelService, ProviderService};
+pub use turn::{ModelChoice, Turn};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +73,8 @@ struct Inner {
     jobs_wake: jobs::Wake,
     /// The MCP servers this process started.
     mcp: Arc<crate::tools::mcp::manager::Manager>,
+    /// The local embedding model is downloading in this process (one at a time).
+    downloading_model: std::sync::atomic::AtomicBool,
 }
 
 /// What `hearth doctor` and the app's Status panel show.
@@ -166,6 +174,7 @@ impl Hearth {
                 liveness,
                 embedder,
                 jobs_wake: Default::default(),
+                downloading_model: Default::default(),
                 mcp: Default::default(),
             }),
         })
@@ -197,14 +206,23 @@ impl Hearth {
         McpService::new(self.clone())
     }
 
-    /// The grants the user gave tools (list, revoke).
-    pub fn grants(&self) -> crate::tools::grants::Grants {
-        crate::tools::grants::Grants::new(self.inner.store.clone())
+    /// Grants and the audit log, one method per use case.
+    pub fn activity(&self) -> ActivityService {
+        ActivityService::new(self.clone())
     }
 
-    /// The audit log of tool calls and memory changes (list, verify).
-    pub fn audit(&self) -> crate::audit::Audit {
-        crate::audit::Audit::new(self.inner.store.clone())
+    crate::internal! {
+        /// The grants table itself (tests add grants directly); `internals` only.
+        fn grants(&self) -> crate::tools::grants::Grants {
+            crate::tools::grants::Grants::new(self.inner.store.clone())
+        }
+    }
+
+    crate::internal! {
+        /// The audit log itself (payloads, tampering in tests); `internals` only.
+        fn audit(&self) -> crate::audit::Audit {
+            crate::audit::Audit::new(self.inner.store.clone())
+        }
     }
 
     /// The quick-prompt shortcut the user chose, if any (the shell decides what it means).
@@ -304,6 +322,7 @@ impl Hearth {
         cancel: &tokio_util::sync::CancellationToken,
         on_event: impl FnMut(crate::chat::TurnEvent<'_>) + Send,
     ) -> Result<TurnOutcome> {
+        turn::check(&options)?;
         let sources = self
             .inner
             .sources

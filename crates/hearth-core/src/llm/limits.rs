@@ -1,6 +1,6 @@
 //! How much Hearth reads from a provider, and how long it waits for one. A server that
 //! sends more (a broken one, or a hostile one on the network) gets a clear error, never an
-//! out-of-memory process or a hang. Documented in ARCHITECTURE.md and docs/cli.md.
+//! out-of-memory process or a hang. Documented in docs/decisions/0005-bounded-provider-replies.md and docs/cli.md.
 
 use std::time::Duration;
 

@@ -30,6 +30,7 @@ mod distractors;
 mod model;
 mod rows;
 mod settings;
+
 #[cfg(test)]
 mod tests;
 mod vector_index;
@@ -45,6 +46,22 @@ use rusqlite::{OptionalExtension, params, params_from_iter};
 use crate::store::Store;
 use crate::time::{Millis, now_millis};
 use crate::{Error, Result};
+
+/// A range of creation times `[from, to)` a user may forget: not empty or reversed (the
+/// first day after the last), and not starting in the future.
+pub fn check_range(from: Millis, to: Millis) -> Result<()> {
+    if from >= to {
+        return Err(Error::InvalidInput(
+            "the first day must not be after the last".into(),
+        ));
+    }
+    if from > now_millis() {
+        return Err(Error::InvalidInput(
+            "the range lies in the future: no memory was created then".into(),
+        ));
+    }
+    Ok(())
+}
 
 /// The memory store over one database.
 #[derive(Clone)]
@@ -353,11 +370,7 @@ impl Memories {
 
     /// Forgets (for real) the memories created in `[from, to)`.
     pub fn forget_between(&self, from: Millis, to: Millis) -> Result<usize> {
-        if from >= to {
-            return Err(Error::InvalidInput(
-                "the start must come before the end".into(),
-            ));
-        }
+        check_range(from, to)?;
         self.purge_where(
             "created_at >= ?1 AND created_at < ?2",
             vec![from.into(), to.into()],

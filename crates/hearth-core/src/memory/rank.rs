@@ -1,7 +1,7 @@
 //! Memory's own ranking rules over the one hybrid ranker ([`crate::rank`], which folder
 //! search shares): who a memory is about ([`Subject`]), the weight of its context, and the
 //! block's candidate pool and per-side reserve, so that neither side starves the other.
-//! ARCHITECTURE.md, "Memory ranking", has the numbers that chose them.
+//! docs/decisions/0008-memory-ranking.md has the numbers that chose them.
 
 use super::block::{CANDIDATES, Candidate};
 use crate::rank::experiment;
@@ -22,11 +22,11 @@ pub struct Subject {
 
 /// What a memory about a person the request names is worth beside one that is not (a
 /// request about Caroline: what Caroline said, "User's colleague Caroline …"). Chosen on
-/// LoCoMo's tuning conversations: see ARCHITECTURE.md. `HEARTH_NAMED_WEIGHT` overrides it.
+/// LoCoMo's tuning conversations: see docs/decisions/0008-memory-ranking.md. `HEARTH_NAMED_WEIGHT` overrides it.
 pub const NAMED_WEIGHT: f64 = 1.5;
 
 /// What a memory about another named person is worth to a request that does not name them
-/// (chosen on the profile set: see ARCHITECTURE.md). `HEARTH_SUBJECT_WEIGHT` overrides it
+/// (chosen on the profile set: see docs/decisions/0008-memory-ranking.md). `HEARTH_SUBJECT_WEIGHT` overrides it
 /// for experiments (1 turns the rule off).
 pub const OTHER_PERSON_WEIGHT: f64 = 0.4;
 

@@ -1,8 +1,8 @@
 //! The memory block's nearest-neighbour search in process: a copy of one vector table
 //! (`memory_vectors_<dims>`) as one matrix, scored against the request by one matrix-vector
 //! product (candle's optimised kernels) instead of vec0's scalar cosine over every row.
-//! From 10,000 memories that was most of the block's time (see ARCHITECTURE.md, "Memory
-//! block latency").
+//! From 10,000 memories that was most of the block's time (see
+//! docs/decisions/0010-memory-block-latency.md).
 //!
 //! The copy is valid while the database's vector generation (a `meta` row that triggers on
 //! `memories.embed_model` and on deleting a memory move; migration 0014) is the one it was

@@ -5,7 +5,7 @@
 //! or another named person ([`Subject::other_person`]). The block asks each partition for
 //! its nearest neighbours, so memories about other people — the bulk of a large store —
 //! cannot crowd the user's own out of the candidates (10,000 memories: block hit rate
-//! 0.61 → see ARCHITECTURE.md, "Memory ranking"). Tables of the older, unpartitioned
+//! 0.61 → see docs/decisions/0008-memory-ranking.md). Tables of the older, unpartitioned
 //! layout (`memory_vec_<dims>`) are copied into the new one on the first write.
 
 use rusqlite::{OptionalExtension, params};

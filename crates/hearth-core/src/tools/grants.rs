@@ -29,7 +29,8 @@ pub enum Scope {
 }
 
 impl Scope {
-    fn as_str(self) -> &'static str {
+    /// `conversation` or `always`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Scope::Conversation => "conversation",
             Scope::Always => "always",

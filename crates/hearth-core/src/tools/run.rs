@@ -4,7 +4,7 @@
 //! entered the turn (then `write` calls ask even when granted), and the grants the user
 //! gave during it.
 //!
-//! **Provenance rule** (ARCHITECTURE.md, "Tools"): the output of a tool that returns
+//! **Provenance rule** (ARCHITECTURE.md, "Invariants"; docs/decisions/0016-tool-consent-gate-and-run-limits.md): the output of a tool that returns
 //! outside text (`read_file`, `list_directory`, MCP tools) is untrusted; after it, every
 //! `write` call of the run is escalated and asks, whatever was granted. Passages of watched
 //! folders that the engine puts into the prompt escalate only a call whose string

@@ -61,7 +61,6 @@ pub fn claude_desktop_path() -> Option<PathBuf> {
 
 /// Reads a config file, bounded.
 pub fn read_file(path: &Path) -> Result<String> {
-    use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::NotFound(format!("{} does not exist", path.display()))
@@ -72,15 +71,21 @@ pub fn read_file(path: &Path) -> Result<String> {
             }
         }
     })?;
+    read_bounded(file, &path.display().to_string())
+}
+
+/// A config from `reader` (a file, standard input), read bounded: UTF-8 text of at most
+/// [`MAX_CONFIG_BYTES`]; `what` names it in the error.
+pub fn read_bounded(reader: impl std::io::Read, what: &str) -> Result<String> {
+    use std::io::Read;
     let mut text = String::new();
-    let n = file
+    let n = reader
         .take(MAX_CONFIG_BYTES + 1)
         .read_to_string(&mut text)
-        .map_err(|_| Error::InvalidInput(format!("{} is not a UTF-8 text file", path.display())))?;
+        .map_err(|_| Error::InvalidInput(format!("{what} is not UTF-8 text")))?;
     if n as u64 > MAX_CONFIG_BYTES {
         return Err(Error::InvalidInput(format!(
-            "{} is over {} KiB; it is not an MCP config",
-            path.display(),
+            "{what} is over {} KiB; it is not an MCP config",
             MAX_CONFIG_BYTES / 1024
         )));
     }
