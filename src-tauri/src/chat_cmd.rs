@@ -2,8 +2,8 @@
 
 use std::sync::atomic::Ordering;
 
-use hearth_core::chat::{ChatOptions, Redo};
-use hearth_core::conversations::MessageState;
+use hearth_core::MessageState;
+use hearth_core::{ChatOptions, Redo};
 use tauri::{AppHandle, Emitter, EventTarget, Manager, Runtime, State, Webview};
 use tokio_util::sync::CancellationToken;
 
@@ -14,7 +14,7 @@ use crate::dto::{
     SendResultDto, ToolCallDto, TurnInfoDto,
 };
 use crate::state::AppState;
-use hearth_core::chat::TurnEvent;
+use hearth_core::TurnEvent;
 
 fn state_name(s: MessageState) -> String {
     serde_json::to_value(s)
@@ -181,9 +181,9 @@ fn start_turn<R: Runtime>(
 ) -> Result<SendResultDto, ErrorDto> {
     let hearth = state.hearth()?.clone();
     // Tools on, asking through the consent window (whichever window started the turn).
-    let consent: std::sync::Arc<dyn hearth_core::tools::gate::Consent> = state.consent.clone();
+    let consent: std::sync::Arc<dyn hearth_core::Consent> = state.consent.clone();
     let mut options = options;
-    options.tools = hearth_core::tools::gate::ToolSettings::new(Some(consent));
+    options.tools = hearth_core::ToolSettings::new(Some(consent));
     // The engine checks the turn (an empty message is refused) and picks its models.
     let turn = hearth.turn(options, &hearth_core::ModelChoice::default())?;
     let turn_id = state.next_turn.fetch_add(1, Ordering::Relaxed);

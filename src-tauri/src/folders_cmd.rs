@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_core::FileStatus;
 use hearth_core::FolderService;
-use hearth_core::folders::FileStatus;
-use hearth_core::folders::search::Mode;
+use hearth_core::SearchMode as Mode;
 use tauri::{AppHandle, Emitter, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;

@@ -106,7 +106,7 @@ fn open_engine() -> (Result<Hearth, ErrorDto>, std::path::PathBuf) {
     let opts = match OpenOptions::from_env() {
         Ok(o) => o,
         Err(e) => {
-            return (Err(e.into()), hearth_core::paths::fallback_webview_dir());
+            return (Err(e.into()), hearth_core::fallback_webview_dir());
         }
     };
     let webview_dir = opts.data_dir.webview_dir();

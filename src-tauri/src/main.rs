@@ -14,7 +14,7 @@ fn main() {
     }
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {
-        match hearth_core::paths::default_data_dir() {
+        match hearth_core::default_data_dir() {
             Ok(dir) => {
                 println!("{}", dir.display());
                 return;

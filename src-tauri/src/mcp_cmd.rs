@@ -167,6 +167,6 @@ pub async fn set_tool_risk(
     let SetToolRiskArgs { tool, risk } = args.0;
     let mcp = state.hearth()?.mcp();
     // A lower tier is confirmed in the consent window (the core asks).
-    let risk = hearth_core::tools::Risk::parse(&risk)?;
+    let risk = hearth_core::Risk::parse(&risk)?;
     Ok(mcp.set_risk(&tool, risk, state.consent.as_ref()).await?)
 }

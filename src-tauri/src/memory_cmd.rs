@@ -1,9 +1,11 @@
 //! Memory commands: the Memory screen, the "Memory updated" chip's undo, and deleting a
 //! conversation's memories with it.
 
-use hearth_core::memory::proposals::Proposal;
-use hearth_core::memory::{self, Filter, Kind, Memory, NewMemory, Source};
+use hearth_core::Proposal;
 use hearth_core::{ExportFormat, MemoryService};
+use hearth_core::{
+    Memory, MemoryFilter as Filter, MemoryKind as Kind, MemorySource as Source, NewMemory,
+};
 use tauri::{AppHandle, Emitter, Runtime, State};
 
 use crate::cmd::blocking;
@@ -281,8 +283,7 @@ pub async fn export_memories(
     let memories = memories(&state)?;
     let format = ExportFormat::parse(&format)?;
     let (path, count) =
-        blocking(move || memories.export_to_folder(&hearth_core::paths::export_dir()?, format))
-            .await?;
+        blocking(move || memories.export_to_folder(&hearth_core::export_dir()?, format)).await?;
     Ok(ExportResultDto {
         path: path.display().to_string(),
         count: count as u32,
@@ -325,7 +326,7 @@ pub async fn set_memory_settings(
         extraction_paused,
     } = args.0;
     let memories = memories(&state)?;
-    let s = memory::MemorySettings {
+    let s = hearth_core::MemorySettings {
         enabled,
         extraction_paused,
     };
@@ -343,7 +344,7 @@ pub async fn undo_memory_change(
 ) -> Result<(), ErrorDto> {
     let UndoMemoryChangeArgs { change } = args.0;
     let memories = memories(&state)?;
-    let change = memory::Change {
+    let change = hearth_core::MemoryChange {
         memory_id: change.memory_id,
         op: change.op,
         text: change.text,
@@ -431,11 +432,8 @@ pub async fn set_embedding(
         provider,
         model,
     } = args.0;
-    let choice = hearth_core::embed::EmbeddingChoice::from_form(
-        &kind,
-        provider.as_deref(),
-        model.as_deref(),
-    )?;
+    let choice =
+        hearth_core::EmbeddingChoice::from_form(&kind, provider.as_deref(), model.as_deref())?;
     // A re-embedding job, if the model changed, goes to the engine's job runner.
     let hearth = state.hearth()?.clone();
     blocking(move || hearth.set_embedding(choice)).await?;

@@ -2,8 +2,8 @@
 //! detection, model slots and the model table (Settings → Providers).
 
 use hearth_core::EffectiveSlots;
-use hearth_core::models::ModelEdit;
-use hearth_core::providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoices};
+use hearth_core::ModelEdit;
+use hearth_core::{NewProvider, Preset, ProviderConfig, Slot, SlotChoices};
 use tauri::State;
 use zeroize::Zeroizing;
 
@@ -26,7 +26,7 @@ fn provider_dto(c: ProviderConfig) -> ProviderDto {
     }
 }
 
-fn model_info_dto(m: hearth_core::models::ModelInfo) -> ModelInfoDto {
+fn model_info_dto(m: hearth_core::ModelInfo) -> ModelInfoDto {
     ModelInfoDto {
         model: m.model,
         context_window: m.context_window,
@@ -61,8 +61,8 @@ pub fn list_presets() -> Vec<PresetDto> {
             base_url: p.base_url().map(str::to_owned),
             needs_key: p.needs_key(),
             protocol: match p.protocol() {
-                hearth_core::llm::Protocol::Anthropic => "anthropic".to_owned(),
-                hearth_core::llm::Protocol::OpenAiCompatible => "openai".to_owned(),
+                hearth_core::Protocol::Anthropic => "anthropic".to_owned(),
+                hearth_core::Protocol::OpenAiCompatible => "openai".to_owned(),
             },
             local: p.is_local(),
         })

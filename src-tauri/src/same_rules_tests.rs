@@ -59,7 +59,7 @@ impl Both {
             next_turn: Default::default(),
             jobs: Mutex::new(None),
             watching: Mutex::new(None),
-            consent: std::sync::Arc::new(hearth_core::tools::gate::ConsentQueue::new(|_| {})),
+            consent: std::sync::Arc::new(hearth_core::ConsentQueue::new(|_| {})),
         };
         let app = mock_builder()
             .manage(state)
@@ -119,7 +119,7 @@ fn cli_code(r: Result<Value, String>) -> String {
 fn the_app_and_the_cli_refuse_the_same_mistakes_with_the_same_error() {
     let both = Both::new();
     let day = 86_400_000_i64;
-    let now = hearth_core::time::now_millis();
+    let now = hearth_core::now_millis();
 
     // An empty or blank message is refused before anything is sent (no provider is set
     // up either: the message is checked first, the same way in both).

@@ -25,7 +25,7 @@ pub struct AppState {
     /// The folder watcher, while the app runs.
     pub watching: Mutex<Option<hearth_core::WatchingFolders>>,
     /// The questions tool calls wait on; the consent window shows and answers them.
-    pub consent: std::sync::Arc<hearth_core::tools::gate::ConsentQueue>,
+    pub consent: std::sync::Arc<hearth_core::ConsentQueue>,
 }
 
 impl AppState {

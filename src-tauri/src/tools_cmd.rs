@@ -4,7 +4,7 @@
 //! window calling, so a chat or quick-prompt window — which render model text — can never
 //! approve a tool call.
 
-use hearth_core::tools::gate::Answer;
+use hearth_core::ConsentAnswer as Answer;
 use tauri::{Runtime, State, Webview};
 
 use crate::dto::args::Args;

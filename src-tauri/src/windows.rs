@@ -83,11 +83,11 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Re
 
 /// The queue tool calls wait on: each change brings the consent window forward (or hides
 /// it when nothing is left) and tells it to reload the questions.
-pub fn consent_queue<R: Runtime>(app: &AppHandle<R>) -> hearth_core::tools::gate::ConsentQueue {
+pub fn consent_queue<R: Runtime>(app: &AppHandle<R>) -> hearth_core::ConsentQueue {
     let app = app.clone();
     // How many questions were open at the last change: a new one may need a notification.
     let open = std::sync::atomic::AtomicUsize::new(0);
-    hearth_core::tools::gate::ConsentQueue::new(move |pending| {
+    hearth_core::ConsentQueue::new(move |pending| {
         use tauri::Emitter;
         let before = open.swap(pending.len(), std::sync::atomic::Ordering::Relaxed);
         if pending.len() > before
@@ -125,10 +125,7 @@ fn main_is_hidden<R: Runtime>(app: &AppHandle<R>) -> bool {
 
 /// An OS notification that a tool waits for the user's answer: the tool and its risk only
 /// (a notification can show on a locked screen; the arguments stay in the consent window).
-fn notify_question<R: Runtime>(
-    app: &AppHandle<R>,
-    request: &hearth_core::tools::gate::ConsentRequest,
-) {
+fn notify_question<R: Runtime>(app: &AppHandle<R>, request: &hearth_core::ConsentRequest) {
     use tauri_plugin_notification::NotificationExt;
     let body = format!(
         "{} ({}) is waiting for your answer in the consent window.",

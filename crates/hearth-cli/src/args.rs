@@ -1,4 +1,5 @@
 //! Command-line arguments. `docs/cli.md` quotes the help these produce; a test keeps it so.
+//! (Over 600 lines: every command's arguments and help in one place, as `docs/cli.md` quotes them.)
 
 use clap::{Parser, Subcommand};
 

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use hearth_core::chat::{ChatOptions, Redo, TurnEvent};
-use hearth_core::tools::gate::ToolSettings;
+use hearth_core::ToolSettings;
+use hearth_core::{ChatOptions, Redo, TurnEvent};
 use hearth_core::{Hearth, ModelChoice};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -160,7 +160,7 @@ fn conversations() -> Result<hearth_core::ConversationService, Failure> {
 
 /// A turn's tool calls on stderr, one line each, as `hearth chat` and `hearth
 /// conversations show` print them.
-fn print_calls(calls: &[hearth_core::tools::CallRecord]) {
+fn print_calls(calls: &[hearth_core::CallRecord]) {
     let word = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
     for call in calls {
         eprintln!(
@@ -176,7 +176,7 @@ fn print_calls(calls: &[hearth_core::tools::CallRecord]) {
 }
 
 /// An answer's sources, as `hearth chat` and `hearth conversations show` print them.
-fn print_sources(sources: &[hearth_core::folders::cite::Source]) {
+fn print_sources(sources: &[hearth_core::CitedSource]) {
     if sources.is_empty() {
         return;
     }
@@ -224,7 +224,7 @@ pub fn show(out: &Out, id: &str) -> Result<(), Failure> {
         for m in messages {
             let role = format!("{:?}", m.message.role).to_lowercase();
             let state = match m.state {
-                hearth_core::conversations::MessageState::Complete => String::new(),
+                hearth_core::MessageState::Complete => String::new(),
                 other => format!(
                     " [{}]",
                     serde_json::to_value(other)
@@ -290,7 +290,7 @@ pub fn list(out: &Out) -> Result<(), Failure> {
     Ok(())
 }
 
-fn print_list(out: &Out, list: Vec<hearth_core::conversations::ConversationSummary>, empty: &str) {
+fn print_list(out: &Out, list: Vec<hearth_core::ConversationSummary>, empty: &str) {
     if out.json {
         out.print_json(&list);
     } else if list.is_empty() {

@@ -2,9 +2,9 @@
 
 use std::io::IsTerminal;
 
+use hearth_core::EmbeddingChoice;
 use hearth_core::Hearth;
-use hearth_core::embed::EmbeddingChoice;
-use hearth_core::store::jobs::JobId;
+use hearth_core::JobId;
 use hearth_core::{EmbeddingStatus, Event};
 use serde_json::json;
 

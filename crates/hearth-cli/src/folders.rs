@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use hearth_core::folders::FileStatus;
-use hearth_core::folders::search::Mode;
+use hearth_core::FileStatus;
+use hearth_core::SearchMode as Mode;
 use hearth_core::{FolderSummary, Hearth, IndexOptions};
 use serde::Serialize;
 
@@ -46,7 +46,7 @@ pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
                 struct Added<'a> {
                     #[serde(flatten)]
                     folder: &'a FolderSummary,
-                    scan: hearth_core::folders::ScanReport,
+                    scan: hearth_core::ScanReport,
                 }
                 out.print_json(&Added {
                     folder: &folder,
@@ -101,7 +101,7 @@ pub fn run(out: &Out, command: FoldersCommand) -> Result<(), Failure> {
                 struct Row<'a> {
                     path: &'a str,
                     status: FileStatus,
-                    reason_code: Option<hearth_core::folders::Reason>,
+                    reason_code: Option<hearth_core::FileReason>,
                     message: Option<&'a str>,
                 }
                 let rows: Vec<Row<'_>> = files
@@ -184,7 +184,7 @@ pub fn index(out: &Out, wait: bool, wait_vectors: bool, watch: bool) -> Result<(
     let json = out.json;
     let mut stderr = std::io::stderr();
     let live = std::io::IsTerminal::is_terminal(&stderr);
-    let mut report = |p: &hearth_core::folders::index::Progress| {
+    let mut report = |p: &hearth_core::IndexProgress| {
         if json {
             if let Ok(line) = serde_json::to_string(p) {
                 let _ = writeln!(stderr, "{}", hearth_core::display::json_for_terminal(&line));

@@ -11,9 +11,9 @@ use crate::output::{Failure, Out};
 
 /// Where an act that lowers caution is confirmed: ahead with `--yes`, else on the terminal
 /// (none there: `confirmation_required`).
-pub fn surface(yes: bool) -> Box<dyn hearth_core::tools::gate::Consent> {
+pub fn surface(yes: bool) -> Box<dyn hearth_core::Consent> {
     if yes {
-        Box::new(hearth_core::tools::gate::ConfirmedAhead)
+        Box::new(hearth_core::ConfirmedAhead)
     } else {
         Box::new(crate::tools::TtyConsent)
     }
@@ -38,11 +38,11 @@ fn read_values(names: &[String], what: &str) -> Result<BTreeMap<String, String>,
 }
 
 /// A server's claim for a tool, in words.
-fn claim_words(claim: hearth_core::tools::Risk, open_world: bool) -> String {
+fn claim_words(claim: hearth_core::Risk, open_world: bool) -> String {
     let tier = match claim {
-        hearth_core::tools::Risk::Read => "read-only",
-        hearth_core::tools::Risk::Write => "reversible write",
-        hearth_core::tools::Risk::Destructive => "destructive",
+        hearth_core::Risk::Read => "read-only",
+        hearth_core::Risk::Write => "reversible write",
+        hearth_core::Risk::Destructive => "destructive",
     };
     if open_world {
         format!("{tier}, reaches outside")
@@ -72,14 +72,14 @@ fn print_tools(tools: &[McpToolInfo]) {
     }
 }
 
-fn target_of(t: &hearth_core::tools::mcp::config::Transport) -> String {
+fn target_of(t: &hearth_core::McpTransport) -> String {
     match t {
-        hearth_core::tools::mcp::config::Transport::Stdio { command, args } => {
+        hearth_core::McpTransport::Stdio { command, args } => {
             format!("{} {}", command.display(), args.join(" "))
                 .trim_end()
                 .to_owned()
         }
-        hearth_core::tools::mcp::config::Transport::Http { url } => url.clone(),
+        hearth_core::McpTransport::Http { url } => url.clone(),
     }
 }
 

@@ -1,8 +1,8 @@
 //! `hearth memory …`
 
-use hearth_core::memory::proposals::{Proposal, ProposalAction};
-use hearth_core::memory::{Filter, Kind, Memory, NewMemory};
 use hearth_core::{ExportFormat, Hearth, MemoryService};
+use hearth_core::{Memory, MemoryFilter as Filter, MemoryKind as Kind, NewMemory};
+use hearth_core::{Proposal, ProposalAction};
 use serde_json::json;
 
 use crate::args::MemoryCommand;

@@ -1,8 +1,8 @@
 //! `hearth providers …`
 
-use hearth_core::models::ModelEdit;
-use hearth_core::providers::{NewProvider, Preset, Slot};
+use hearth_core::ModelEdit;
 use hearth_core::{Hearth, ProviderService};
+use hearth_core::{NewProvider, Preset, Slot};
 use serde_json::json;
 use zeroize::Zeroizing;
 

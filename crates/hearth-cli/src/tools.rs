@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::pin::Pin;
 
 use hearth_core::Hearth;
-use hearth_core::tools::gate::{Answer, Consent, ConsentRequest};
+use hearth_core::{Consent, ConsentAnswer as Answer, ConsentRequest};
 
 use crate::args::{AuditCommand, GrantsCommand, ToolsCommand};
 use crate::open_options;
@@ -44,9 +44,9 @@ pub fn run(out: &Out, command: ToolsCommand) -> Result<(), Failure> {
         }
         ToolsCommand::Risk { tool, risk, yes } => {
             let risk = match risk.as_str() {
-                "read" => hearth_core::tools::Risk::Read,
-                "write" => hearth_core::tools::Risk::Write,
-                _ => hearth_core::tools::Risk::Destructive,
+                "read" => hearth_core::Risk::Read,
+                "write" => hearth_core::Risk::Write,
+                _ => hearth_core::Risk::Destructive,
             };
             let mcp = Hearth::open_oneshot(&open_options()?)?.mcp();
             tokio::runtime::Builder::new_current_thread()
@@ -117,7 +117,7 @@ pub fn audit(out: &Out, command: AuditCommand) -> Result<u8, Failure> {
     let activity = Hearth::open_oneshot(&open_options()?)?.activity();
     match command {
         AuditCommand::List { kind, tool, limit } => {
-            let rows = activity.audit(&hearth_core::audit::Filter { kind, tool, limit })?;
+            let rows = activity.audit(&hearth_core::AuditFilter { kind, tool, limit })?;
             if out.json {
                 let rows: Vec<_> = rows
                     .iter()

@@ -20,31 +20,49 @@ macro_rules! internal {
     };
 }
 
-pub mod audit;
-pub mod chat;
-pub mod context;
-pub mod conversations;
+/// Modules front ends must not reach: `pub` with the `internals` feature (integration
+/// tests, benches), `pub(crate)` without it. The front ends are built without it (`make
+/// lint` builds them alone), so they compile only against the façade and the data types
+/// re-exported below.
+macro_rules! engine_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports, unreachable_pub)]
+        pub(crate) mod $name;
+    )*};
+}
+
+engine_modules!(
+    audit,
+    chat,
+    context,
+    conversations,
+    embed,
+    folders,
+    llm,
+    memory,
+    models,
+    paths,
+    pricing,
+    providers,
+    rank,
+    store,
+    time,
+    tokens,
+    tools,
+    types,
+);
+
+/// Showing outside text on a terminal (a leaf of pure functions the CLI calls directly).
 pub mod display;
-pub mod embed;
 mod entry;
 mod error;
 mod events;
 mod failpoint;
-pub mod folders;
 mod fsio;
 mod hearth;
-pub mod llm;
-pub mod memory;
-pub mod models;
-pub mod paths;
-pub mod pricing;
-pub mod providers;
-pub mod rank;
-pub mod store;
-pub mod time;
-pub mod tokens;
-pub mod tools;
-pub mod types;
 mod usage;
 
 pub use entry::process_start;
@@ -61,5 +79,35 @@ pub use hearth::{
     ServerReport, Status, ToolReview, Turn, WatchingFolders,
 };
 pub use paths::DataDir;
+
+// The data the front ends convert to DTOs or text, and the consent interface they
+// implement: plain data and enums, nothing that reaches the store or a provider.
+pub use audit::{Entry as AuditEntry, Filter as AuditFilter, Verification as AuditVerification};
+pub use chat::{ChatOptions, Redo, StopReason, TurnEvent, TurnInfo, TurnOutcome};
+pub use context::ZoneTokens;
+pub use conversations::{ConversationSummary, MessageState};
+pub use embed::{EmbeddingChoice, LocalModel};
+pub use folders::cite::{PassageView, Source as CitedSource};
+pub use folders::index::Progress as IndexProgress;
+pub use folders::search::{Found as SearchFound, Hit as SearchHit, Mode as SearchMode};
+pub use folders::{FileStatus, Reason as FileReason, ScanReport};
+pub use llm::Protocol;
+pub use memory::proposals::{Proposal, ProposalAction};
+pub use memory::{
+    Change as MemoryChange, Filter as MemoryFilter, Kind as MemoryKind, Memory, MemorySettings,
+    NewMemory, Source as MemorySource,
+};
+pub use models::{ModelEdit, ModelInfo};
+pub use paths::{default_data_dir, export_dir, fallback_webview_dir};
+pub use providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoices};
+pub use store::jobs::JobId;
 pub use store::key::{KeyBackend, RecoveryKey};
 pub use store::{OpenOptions, PASSPHRASE_ENV, Passphrase};
+pub use time::now_millis;
+pub use tools::gate::{
+    Answer as ConsentAnswer, ConfirmedAhead, Consent, ConsentQueue, ConsentRequest,
+    Pending as PendingConsent, ToolSettings,
+};
+pub use tools::mcp::config::Transport as McpTransport;
+pub use tools::mcp::registry::ServerRow as McpServer;
+pub use tools::{CallRecord, Risk, ToolInfo};

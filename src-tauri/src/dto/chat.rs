@@ -75,8 +75,8 @@ fn word<T: Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-impl From<&hearth_core::tools::CallRecord> for ToolCallDto {
-    fn from(c: &hearth_core::tools::CallRecord) -> Self {
+impl From<&hearth_core::CallRecord> for ToolCallDto {
+    fn from(c: &hearth_core::CallRecord) -> Self {
         Self {
             call_id: c.id.clone(),
             tool: c.tool.clone(),
@@ -139,8 +139,8 @@ pub struct ZonesDto {
     pub dropped: u32,
 }
 
-impl From<hearth_core::context::ZoneTokens> for ZonesDto {
-    fn from(z: hearth_core::context::ZoneTokens) -> Self {
+impl From<hearth_core::ZoneTokens> for ZonesDto {
+    fn from(z: hearth_core::ZoneTokens) -> Self {
         Self {
             system: z.system,
             memory: z.memory,
@@ -157,8 +157,8 @@ impl From<hearth_core::context::ZoneTokens> for ZonesDto {
     }
 }
 
-impl From<hearth_core::chat::TurnInfo> for TurnInfoDto {
-    fn from(t: hearth_core::chat::TurnInfo) -> Self {
+impl From<hearth_core::TurnInfo> for TurnInfoDto {
+    fn from(t: hearth_core::TurnInfo) -> Self {
         Self {
             provider: t.provider,
             model: t.model,

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use ts_rs::TS;
 
-use hearth_core::folders::cite::{PassageView, Source};
-use hearth_core::folders::search::Hit;
+use hearth_core::SearchHit as Hit;
+use hearth_core::{CitedSource as Source, PassageView};
 use hearth_core::{FolderState, FolderSummary};
 
 /// A watched folder and where its indexing stands. `state` is

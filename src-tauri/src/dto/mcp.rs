@@ -2,8 +2,8 @@
 //! the arguments of the commands over them. Secret values go in (`AddMcpServerArgs`) and
 //! never come out: a server lists the names of its env variables and headers only.
 
-use hearth_core::tools::mcp::config::Transport;
-use hearth_core::tools::mcp::registry::ServerRow;
+use hearth_core::McpServer as ServerRow;
+use hearth_core::McpTransport as Transport;
 use hearth_core::{ImportReport, McpToolInfo, ToolReview};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

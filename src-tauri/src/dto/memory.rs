@@ -164,7 +164,7 @@ pub struct LocalModelDto {
 
 impl From<hearth_core::EmbeddingStatus> for EmbeddingStatusDto {
     fn from(s: hearth_core::EmbeddingStatus) -> Self {
-        use hearth_core::embed::EmbeddingChoice;
+        use hearth_core::EmbeddingChoice;
         let (kind, provider, provider_model, local_model) = match s.choice {
             EmbeddingChoice::Local { model } => ("local", None, None, Some(model.id().to_owned())),
             EmbeddingChoice::Off => ("off", None, None, None),

@@ -33,8 +33,8 @@ pub struct ConsentRequestDto {
     pub offers_conversation: bool,
 }
 
-impl From<hearth_core::tools::gate::Pending> for ConsentRequestDto {
-    fn from(p: hearth_core::tools::gate::Pending) -> Self {
+impl From<hearth_core::PendingConsent> for ConsentRequestDto {
+    fn from(p: hearth_core::PendingConsent) -> Self {
         let r = p.request;
         Self {
             id: p.id,
@@ -118,8 +118,8 @@ pub struct AuditEntryDto {
     pub payload_redacted: bool,
 }
 
-impl From<hearth_core::audit::Entry> for AuditEntryDto {
-    fn from(e: hearth_core::audit::Entry) -> Self {
+impl From<hearth_core::AuditEntry> for AuditEntryDto {
+    fn from(e: hearth_core::AuditEntry) -> Self {
         let text = |k: &str| e.summary.get(k).and_then(|v| v.as_str()).map(str::to_owned);
         Self {
             op: text("op"),

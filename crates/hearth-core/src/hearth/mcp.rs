@@ -1,5 +1,6 @@
 //! The MCP service of the façade: every use case of `hearth mcp` and the Tools screen's
 //! servers, so the app and the CLI behave the same.
+//! (Over 600 lines: the façade's MCP use cases, one short method each, with their consent questions.)
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,6 +4,7 @@
 //! offered by id: ADD / UPDATE / DELETE / NOOP (000:2608–2652). Every decision of one
 //! exchange is applied in one transaction; malformed output is repaired or skipped with a
 //! log line, never half-applied. Schemas: `docs/memory-formats.md`.
+//! (Over 600 lines: the learning pipeline's one flow, extraction then reconciliation, read top to bottom.)
 
 use std::collections::HashSet;
 use std::sync::Arc;
