@@ -13,9 +13,11 @@
 //! store's blocking calls on blocking threads.
 
 mod assemble;
+mod caller;
 mod compact;
 mod finish;
 mod prepare;
+mod step;
 mod stream;
 
 use std::sync::Arc;

@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Prompt;
 use super::prepare::Prepared;
+use super::caller::ModelCaller;
+use super::step::{RunBudget, Spent, ToolStep};
 use super::{CHECKPOINT_INTERVAL, ChatModel, HEARTBEAT_INTERVAL, TurnContext};
 use crate::Result;
 use crate::context::{Assembled, ZoneTokens};
@@ -80,14 +82,8 @@ pub(super) struct Streamed<'a> {
     pub tools_left_out: Vec<String>,
 }
 
-/// Said to the model when the run's time is up: answer with what it has.
-const TIMEOUT_NOTE: &str = "The time for tool calls in this turn is up. Answer now with what you have, and say what is left undone.";
 
-/// Said to the model when the run's token or cost cap is reached.
-const BUDGET_NOTE: &str = "The token and cost budget for tool calls in this turn is used up. Answer now with what you have, and say what is left undone.";
 
-/// Said to the model when the iteration cap is reached: answer with what it has.
-const CAP_NOTE: &str = "The limit of tool calls for this turn is reached. Answer now with what you have, and say what is left undone.";
 
 pub(super) async fn stream<'a>(
     ctx: &TurnContext<'a>,
@@ -98,34 +94,31 @@ pub(super) async fn stream<'a>(
     tools: &mut ToolRun,
     mut on_event: impl FnMut(super::TurnEvent<'_>) + Send,
 ) -> Result<Streamed<'a>> {
-    let slots: &'a super::ModelSlots = ctx.slots;
-    let mut model: &'a ChatModel = &slots.main;
-    let (mut encoding, mut window) = (turn.encoding, turn.window);
+    let mut caller = ModelCaller::new(ctx.slots, turn.encoding, turn.window);
     // Checkpoints: a background task saves the answer so far, so a crash loses little.
     // The guard stops it on every way out (a panic, an early return) and marks the answer
     // failed if the turn did not get to write its end.
     let so_far = Arc::new(Mutex::new(String::new()));
-    let mut checkpoints = Checkpoints::start(&turn.convs, rows.answer_id, so_far.clone(), encoding);
+    let mut checkpoints =
+        Checkpoints::start(&turn.convs, rows.answer_id, so_far.clone(), turn.encoding);
     let sink = so_far.clone();
     let mut zones = assembled.zones;
     let mut cited = assembled.cited;
     let mut messages = assembled.messages;
-    let mut retried_smaller = false;
-    let mut fallback_from: Option<(String, String)> = None;
     tools.set_passages(&prompt.passage_texts());
     let specs = tools.specs();
     let mut tool_calls: Vec<CallRecord> = Vec::new();
     // The text and usage of the model calls before the last (each asked for tools).
     let (mut carried_text, mut carried_usage) = (String::new(), Usage::default());
-    let mut iterations = 0usize;
+    let mut budget = RunBudget::start();
     let mut capped = false;
     let mut timed_out = false;
-    let run_started = Instant::now();
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
         Ok(loop {
             let sent = std::mem::take(&mut messages);
+            let model = caller.model;
             let request = ChatRequest {
                 model: model.model.clone(),
                 messages: sent.clone(),
@@ -140,7 +133,7 @@ pub(super) async fn stream<'a>(
                 use tracing::Instrument;
                 let span = tracing::info_span!(
                     "model_call",
-                    iteration = iterations + 1,
+                    iteration = budget.iterations + 1,
                     model = %model.model,
                     tools = request.tools.len()
                 );
@@ -162,7 +155,7 @@ pub(super) async fn stream<'a>(
                 Ok(done) if !done.tool_calls.is_empty() && !done.stopped && !capped => {
                     // The model asked for tools: run them through the gate, tell it what
                     // happened, and call it again.
-                    iterations += 1;
+                    budget.iterations += 1;
                     add_usage(&mut carried_usage, done.usage);
                     carried_text.push_str(&done.text);
                     messages = sent;
@@ -172,55 +165,14 @@ pub(super) async fn stream<'a>(
                         tool_calls: done.tool_calls.clone(),
                         tool_call_id: None,
                     });
-                    // Reads of one step run side by side; a write or destructive call
-                    // runs alone, in order, never batched.
-                    // A `call_tool` is handled (and shown) as the call it names.
-                    let calls: Vec<crate::types::ToolCall> =
-                        done.tool_calls.iter().map(|c| tools.resolve(c)).collect();
-                    let calls = &calls;
-                    tracing::info!(state = "tool_dispatch", calls = calls.len());
-                    let mut i = 0;
-                    while i < calls.len() {
-                        let mut j = i + 1;
-                        if tools.is_read(&calls[i]) {
-                            while j < calls.len() && tools.is_read(&calls[j]) {
-                                j += 1;
-                            }
-                        }
-                        for call in &calls[i..j] {
-                            on_event(super::TurnEvent::ToolStarted {
-                                id: &call.id,
-                                tool: &call.name,
-                            });
-                        }
-                        let records = if j - i > 1 {
-                            tools.handle_reads(&calls[i..j], ctx.cancel).await
-                        } else {
-                            vec![tools.handle(&calls[i], ctx.cancel).await]
-                        };
-                        for (call, record) in calls[i..j].iter().zip(records) {
-                            tracing::info!(
-                                tool = %record.tool,
-                                decision = ?record.decision,
-                                decided_by = ?record.decided_by,
-                                status = ?record.result_status,
-                                "tool call"
-                            );
-                            tools
-                                .save(rows.answer_id, tool_calls.len(), &record)
-                                .await?;
-                            crate::failpoint::failpoint!("tool_saved");
-                            on_event(super::TurnEvent::ToolEnded(&record));
-                            messages.push(Message {
-                                role: Role::Tool,
-                                content: record.observation.clone(),
-                                tool_calls: Vec::new(),
-                                tool_call_id: Some(call.id.clone()),
-                            });
-                            tool_calls.push(record);
-                        }
-                        i = j;
+                    let observations = ToolStep {
+                        tools: &mut *tools,
+                        answer_id: rows.answer_id,
+                        cancel: ctx.cancel,
                     }
+                    .run(&done.tool_calls, &mut tool_calls, &mut on_event)
+                    .await?;
+                    messages.extend(observations);
                     if ctx.cancel.is_cancelled() {
                         break Ok(Completion {
                             text: String::new(),
@@ -228,26 +180,18 @@ pub(super) async fn stream<'a>(
                             ..Completion::default()
                         });
                     }
-                    // The run's time, less the time the user took to answer.
-                    let spent = run_started.elapsed().saturating_sub(tools.consent_wait());
                     let tokens = carried_usage.input_tokens + carried_usage.output_tokens;
                     let cost = turn
                         .models
                         .cost(&model.provider.base_url, &model.model, carried_usage)
                         .unwrap_or(0.0);
-                    if spent >= tools.settings().run_timeout {
-                        capped = true;
-                        timed_out = true;
-                        messages.push(Message::user(TIMEOUT_NOTE));
-                    } else if iterations >= tools.settings().max_iterations {
-                        capped = true;
-                        messages.push(Message::user(CAP_NOTE));
-                    } else if tokens >= tools.settings().max_run_tokens
-                        || cost >= tools.settings().max_run_cost_usd
+                    if let Some(spent) =
+                        budget.spent(tools.settings(), tools.consent_wait(), tokens, cost)
                     {
-                        tracing::info!(tokens, "the run's token or cost cap is reached");
+                        tracing::info!(?spent, "the run must answer now");
                         capped = true;
-                        messages.push(Message::user(BUDGET_NOTE));
+                        timed_out = spent == Spent::Time;
+                        messages.push(Message::user(spent.note()));
                     }
                     continue;
                 }
@@ -270,55 +214,15 @@ pub(super) async fn stream<'a>(
                     },
                 )
             };
-            // The model's real window is smaller than we thought: re-assemble once, smaller.
-            if let LlmError::ContextLength { .. } = error
-                && !retried_smaller
-            {
-                retried_smaller = true;
-                let smaller = window / 2;
-                tracing::warn!(
-                    window,
-                    smaller,
-                    "context length exceeded; re-assembling with a smaller budget"
-                );
-                if let Ok(again) = prompt.assemble(smaller, encoding) {
-                    record_failed(
-                        model,
-                        if fallback_from.is_some() {
-                            "fallback"
-                        } else {
-                            "main"
-                        },
-                    )?;
-                    zones = again.zones;
-                    cited = again.cited;
-                    messages = again.messages;
-                    continue;
-                }
+            let recovery = caller.recover(error, nothing_yet, prompt, &turn.models);
+            if let Some((failed, slot)) = recovery.record {
+                record_failed(failed, slot)?;
             }
-            // The main model failed before saying anything: the fallback, if the user enabled it.
-            if nothing_yet
-                && fallback_from.is_none()
-                && let Some(fallback) = &slots.fallback
-            {
-                tracing::warn!(
-                    code = error.code(),
-                    main = %model.model,
-                    fallback = %fallback.model,
-                    "the main model failed; answering with the fallback model"
-                );
-                record_failed(model, "main")?;
-                fallback_from = Some((model.model.clone(), error.to_string()));
-                model = fallback;
-                encoding = Encoding::for_model(&model.model);
-                window = turn.models.window_for(model);
-                retried_smaller = false;
-                if let Ok(again) = prompt.assemble(window, encoding) {
-                    zones = again.zones;
-                    cited = again.cited;
-                    messages = again.messages;
-                    continue;
-                }
+            if let Some(again) = recovery.retry {
+                zones = again.zones;
+                cited = again.cited;
+                messages = again.messages;
+                continue;
             }
             break result;
         })
@@ -333,7 +237,7 @@ pub(super) async fn stream<'a>(
         if !carried_text.is_empty() {
             done.text = format!("{carried_text}{}", done.text);
         }
-        if iterations > 0 {
+        if budget.iterations > 0 {
             add_usage(&mut carried_usage, done.usage);
             done.usage = Some(carried_usage);
         }
@@ -341,11 +245,11 @@ pub(super) async fn stream<'a>(
     });
     Ok(Streamed {
         result,
-        model,
-        encoding,
+        model: caller.model,
+        encoding: caller.encoding,
         zones,
         cited,
-        fallback_from,
+        fallback_from: caller.fallback_from,
         checkpoints,
         tool_calls,
         capped,
