@@ -3,15 +3,12 @@
 //! `cache_control` marks the end of the stable prefix (system prompt and tool catalog) and
 //! the end of the history, so a follow-up turn reads both from Anthropic's prompt cache.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::http::{self, Next, Sent, looks_like_context_length};
-use super::limits::{MAX_ANSWER, MAX_SSE_EVENT};
-use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
-use crate::types::{Message, Role, ToolCall, Usage};
+use super::decode::{Answer, Decoder, Step, Stop, parse_json};
+use super::http::looks_like_context_length;
+use super::{ChatRequest, StreamEvent};
+use crate::types::{Message, Role, Usage};
 
 /// The API version Hearth speaks.
 pub const API_VERSION: &str = "2023-06-01";
@@ -102,139 +99,65 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     body
 }
 
-/// One try: send, then read the stream to its end.
-pub(crate) async fn attempt(
-    http_client: &reqwest::Client,
-    timeouts: Timeouts,
-    provider: &Provider,
-    request: &ChatRequest,
-    cancel: &CancellationToken,
-    on_event: &mut (impl FnMut(StreamEvent) + Send),
-) -> Result<Completion, Attempt> {
-    let name = provider.name.clone();
-    let url = format!("{}/messages", provider.base_url.trim_end_matches('/'));
-    let req = http::authorized(http_client, provider, reqwest::Method::POST, &url)
-        .map_err(Attempt::Fail)?
-        .json(&body(request));
-    let response = match http::send(req, timeouts, &name, &request.model, cancel).await? {
-        Sent::Cancelled => {
-            return Ok(Completion {
-                stopped: true,
-                ..Completion::default()
-            });
-        }
-        Sent::Response(r) => r,
-    };
-    let mut events = http::events(response);
-    let mut out = Completion::default();
-    let mut usage = Usage::default();
-    let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
-    let (mut started, mut done) = (false, false);
-    // Bytes of tool-call arguments so far (counted with the text against MAX_ANSWER).
-    let mut arguments = 0usize;
-    let finish = |mut out: Completion, calls: BTreeMap<usize, ToolCall>, usage: Usage| {
-        out.tool_calls = calls.into_values().collect();
-        out.usage = Some(usage);
-        out
-    };
-    loop {
-        let ev = match http::next(&mut events, timeouts, cancel).await {
-            Next::Cancelled => {
-                out.stopped = true;
-                return Ok(finish(out, calls, usage));
-            }
-            Next::End => break,
-            Next::Broken(detail) => {
-                return Err(http::broken(
-                    &name,
-                    detail,
-                    started,
-                    finish(out, calls, usage),
-                ));
-            }
-            Next::TooLarge => {
-                return Err(http::too_large(
-                    &name,
-                    "one stream event",
-                    MAX_SSE_EVENT,
-                    started,
-                    finish(out, calls, usage),
-                ));
-            }
-            Next::Event(ev) => ev,
-        };
-        if ev.data.trim().is_empty() {
-            continue;
-        }
-        let data: Value = match serde_json::from_str(&ev.data) {
-            Ok(v) => v,
-            Err(e) => {
-                return Err(Attempt::Fail(LlmError::Protocol {
-                    provider: name,
-                    detail: format!("a stream event is not JSON ({e})"),
-                }));
-            }
-        };
+/// The Messages stream (`message_start`, content blocks, `message_delta`, `message_stop`).
+pub(super) struct Anthropic;
+
+impl Decoder for Anthropic {
+    fn url(&self, base: &str) -> String {
+        format!("{base}/messages")
+    }
+
+    fn body(&self, request: &ChatRequest) -> Value {
+        body(request)
+    }
+
+    /// Anthropic reports usage at the start and the end; an answer always carries it.
+    fn initial_usage(&self) -> Option<Usage> {
+        Some(Usage::default())
+    }
+
+    fn event(
+        &mut self,
+        event: &str,
+        data: &str,
+        answer: &mut Answer,
+        on_event: &mut (impl FnMut(StreamEvent) + Send),
+    ) -> Result<Step, Stop> {
+        let data = parse_json(data)?;
         let n = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-        match data["type"].as_str().unwrap_or(ev.event.as_str()) {
+        match data["type"].as_str().unwrap_or(event) {
             "message_start" => {
                 let cached = n(&data, "/message/usage/cache_read_input_tokens");
                 let written = n(&data, "/message/usage/cache_creation_input_tokens");
-                usage.input_tokens = n(&data, "/message/usage/input_tokens") + cached + written;
-                usage.cached_input_tokens = cached;
-                usage.cache_write_tokens = written;
-                usage.output_tokens = n(&data, "/message/usage/output_tokens");
+                answer.out.usage = Some(Usage {
+                    input_tokens: n(&data, "/message/usage/input_tokens") + cached + written,
+                    output_tokens: n(&data, "/message/usage/output_tokens"),
+                    cached_input_tokens: cached,
+                    cache_write_tokens: written,
+                });
             }
             "content_block_start" => {
                 let index = n(&data, "/index") as usize;
                 if data.pointer("/content_block/type").and_then(Value::as_str) == Some("tool_use") {
-                    started = true;
-                    let id = data
-                        .pointer("/content_block/id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    let tool = data
-                        .pointer("/content_block/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    calls.insert(
-                        index,
-                        ToolCall {
-                            id: id.clone(),
-                            name: tool.clone(),
-                            arguments: String::new(),
-                        },
-                    );
-                    on_event(StreamEvent::ToolCallStarted {
-                        index,
-                        id,
-                        name: tool,
-                    });
+                    let field = |p: &str| {
+                        data.pointer(p)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    let call = answer.call(index);
+                    call.id = field("/content_block/id");
+                    call.name = field("/content_block/name");
+                    call.arguments.clear();
+                    answer.announce(index, on_event);
                 }
             }
             "content_block_delta" => {
                 let index = n(&data, "/index") as usize;
                 match data.pointer("/delta/type").and_then(Value::as_str) {
                     Some("text_delta") => {
-                        if let Some(t) = data
-                            .pointer("/delta/text")
-                            .and_then(Value::as_str)
-                            .filter(|t| !t.is_empty())
-                        {
-                            if out.text.len() + arguments + t.len() > MAX_ANSWER {
-                                return Err(http::too_large(
-                                    &name,
-                                    "the answer",
-                                    MAX_ANSWER,
-                                    started,
-                                    finish(out, calls, usage),
-                                ));
-                            }
-                            started = true;
-                            out.text.push_str(t);
-                            on_event(StreamEvent::Text(t.to_owned()));
+                        if let Some(t) = data.pointer("/delta/text").and_then(Value::as_str) {
+                            answer.text(t, on_event)?;
                         }
                     }
                     Some("input_json_delta") => {
@@ -242,43 +165,26 @@ pub(crate) async fn attempt(
                             .pointer("/delta/partial_json")
                             .and_then(Value::as_str)
                             .unwrap_or("");
-                        if out.text.len() + arguments + part.len() > MAX_ANSWER {
-                            return Err(http::too_large(
-                                &name,
-                                "the answer",
-                                MAX_ANSWER,
-                                started,
-                                finish(out, calls, usage),
-                            ));
-                        }
-                        if let Some(call) = calls.get_mut(&index).filter(|_| !part.is_empty()) {
-                            arguments += part.len();
-                            call.arguments.push_str(part);
-                            on_event(StreamEvent::ToolCallArguments {
-                                index,
-                                delta: part.to_owned(),
-                            });
-                        }
+                        answer.arguments(index, part, true, on_event)?;
                     }
                     _ => {}
                 }
             }
             "message_delta" => {
                 if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    out.finish_reason = Some(if r == "tool_use" {
+                    answer.out.finish_reason = Some(if r == "tool_use" {
                         "tool_calls".into()
                     } else {
                         r.to_owned()
                     });
                 }
-                if data.pointer("/usage/output_tokens").is_some() {
+                if data.pointer("/usage/output_tokens").is_some()
+                    && let Some(usage) = answer.out.usage.as_mut()
+                {
                     usage.output_tokens = n(&data, "/usage/output_tokens");
                 }
             }
-            "message_stop" => {
-                done = true;
-                break;
-            }
+            "message_stop" => return Ok(Step::Done),
             "error" => {
                 let detail = data
                     .pointer("/error/message")
@@ -289,36 +195,16 @@ pub(crate) async fn attempt(
                     .pointer("/error/type")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                if looks_like_context_length(&detail) {
-                    return Err(Attempt::Fail(LlmError::ContextLength {
-                        model: request.model.clone(),
-                        detail,
-                    }));
-                }
-                if kind == "overloaded_error" || kind == "api_error" {
-                    return Err(http::broken(
-                        &name,
-                        detail,
-                        started,
-                        finish(out, calls, usage),
-                    ));
-                }
-                return Err(Attempt::Fail(LlmError::Protocol {
-                    provider: name,
-                    detail,
-                }));
+                return Err(if looks_like_context_length(&detail) {
+                    Stop::ContextLength(detail)
+                } else if kind == "overloaded_error" || kind == "api_error" {
+                    Stop::Broken(detail)
+                } else {
+                    Stop::Protocol(detail)
+                });
             }
             _ => {}
         }
+        Ok(Step::More)
     }
-    if !done {
-        let detail = "the stream ended before the answer was complete".to_owned();
-        return Err(http::broken(
-            &name,
-            detail,
-            started,
-            finish(out, calls, usage),
-        ));
-    }
-    Ok(finish(out, calls, usage))
 }

@@ -5,6 +5,7 @@
 //! module sees only provider-neutral [`ChatRequest`], [`StreamEvent`] and [`Completion`].
 
 mod anthropic;
+mod decode;
 mod error;
 mod http;
 pub mod limits;
@@ -399,10 +400,11 @@ impl LlmClient {
             let (http, t) = (&self.http, self.timeouts);
             let attempt = match provider.protocol {
                 Protocol::OpenAiCompatible => {
-                    openai::attempt(http, t, provider, request, cancel, &mut on_event).await
+                    decode::attempt(openai::OpenAi, http, t, provider, request, cancel, &mut on_event).await
                 }
                 Protocol::Anthropic => {
-                    anthropic::attempt(http, t, provider, request, cancel, &mut on_event).await
+                    decode::attempt(anthropic::Anthropic, http, t, provider, request, cancel, &mut on_event)
+                        .await
                 }
             };
             match attempt {
