@@ -4,7 +4,6 @@
 //! offered by id: ADD / UPDATE / DELETE / NOOP (000:2608–2652). Every decision of one
 //! exchange is applied in one transaction; malformed output is repaired or skipped with a
 //! log line, never half-applied. Schemas: `docs/memory-formats.md`.
-//! (Over 600 lines: the learning pipeline's one flow, extraction then reconciliation, read top to bottom.)
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 mod guards;
 mod prompts;
+mod reconcile;
 
 use guards::*;
 pub use guards::{agree, contradicts, grounded_in_user, repair_json, supported_by_user};
@@ -178,201 +178,6 @@ impl Learner {
             tracing::warn!(schema = schema.0, "the model's answer is not JSON; skipped");
         }
         Ok(parsed)
-    }
-
-    /// The existing memories most similar to `text`, to offer by id, with their cosine
-    /// similarity to it when there is an embedder.
-    async fn similar(&self, text: &str) -> Result<Vec<Offered>> {
-        let (memories, embedder, text) = (
-            self.memories.clone(),
-            self.embedder.clone(),
-            text.to_owned(),
-        );
-        tokio::task::spawn_blocking(move || {
-            let vector = match &embedder {
-                Some(e) => {
-                    memories.embed_pending(e.as_ref(), 256)?;
-                    e.embed(&[&text])
-                        .ok()
-                        .and_then(|mut v| v.pop())
-                        .map(|v| (e.model_id().to_owned(), v))
-                }
-                None => None,
-            };
-            let found = memories.search(
-                &text,
-                vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
-                Mode::Hybrid,
-                OFFERED,
-            )?;
-            let cosines: Vec<Option<f32>> = match (&embedder, &vector) {
-                (Some(e), Some((_, v))) if !found.is_empty() => {
-                    let texts: Vec<&str> = found.iter().map(|c| c.text.as_str()).collect();
-                    match e.embed(&texts) {
-                        Ok(vs) => vs.iter().map(|o| Some(cosine(v, o))).collect(),
-                        Err(_) => vec![None; found.len()],
-                    }
-                }
-                _ => vec![None; found.len()],
-            };
-            Ok(found
-                .into_iter()
-                .zip(cosines)
-                .map(|(c, cosine)| Offered {
-                    id: c.id,
-                    text: c.text,
-                    cosine,
-                })
-                .collect())
-        })
-        .await
-        .map_err(|e| Error::Task(e.to_string()))?
-    }
-
-    /// Decides what to do with one candidate.
-    async fn reconcile(&self, new: NewMemory) -> Result<Decision> {
-        let offered = self.similar(&new.text).await?;
-        if offered.is_empty() {
-            return Ok(Decision::Add(new));
-        }
-        if let Some(o) = offered
-            .iter()
-            .find(|o| normalize(&o.text) == normalize(&new.text))
-        {
-            tracing::debug!(id = %o.id, "candidate already stored verbatim");
-            return Ok(Decision::Noop);
-        }
-        // A near-duplicate that agrees merges into the memory already there, without asking
-        // the model; one that disagrees (a negation, another number) goes to the model.
-        if let Some(o) = offered
-            .iter()
-            .find(|o| o.cosine.is_some_and(|c| c >= NEAR_DUPLICATE) && agree(&o.text, &new.text))
-        {
-            tracing::debug!(id = %o.id, "candidate is a near-duplicate that agrees; merged");
-            return Ok(Decision::Noop);
-        }
-        let Some(r) = self
-            .ask_about(&offered, &new.text, "Choose the action.")
-            .await?
-        else {
-            return Ok(Decision::Noop);
-        };
-        let offered_id =
-            |id: &Option<String>| find_offered(&offered, id.as_deref()).map(|o| o.id.clone());
-        let reason = r.reason.clone().unwrap_or_default();
-        let decision = match r.action.to_ascii_uppercase().as_str() {
-            "ADD" => Decision::Add(new.clone()),
-            "UPDATE" => match offered_id(&r.id) {
-                Some(id) => Decision::Update {
-                    id,
-                    text: r
-                        .text
-                        .filter(|t| !t.trim().is_empty())
-                        .unwrap_or_else(|| new.text.clone()),
-                    reason,
-                },
-                None => {
-                    tracing::warn!(
-                        "reconciliation named an id that was not offered; candidate skipped"
-                    );
-                    return Ok(Decision::Noop);
-                }
-            },
-            "DELETE" => match offered_id(&r.id) {
-                Some(id) => Decision::Replace {
-                    id,
-                    new: new.clone(),
-                    reason,
-                },
-                None => {
-                    tracing::warn!(
-                        "reconciliation named an id that was not offered; candidate skipped"
-                    );
-                    return Ok(Decision::Noop);
-                }
-            },
-            "NOOP" => Decision::Noop,
-            _ => {
-                tracing::warn!("reconciliation chose no known action; candidate skipped");
-                return Ok(Decision::Noop);
-            }
-        };
-        // A contradiction never loses the newer fact, whatever the model said.
-        if decision == Decision::Noop
-            && let Some(o) = offered.iter().find(|o| contradicts(&o.text, &new.text))
-        {
-            tracing::info!(id = %o.id, "a NOOP would keep a contradicted memory; updating it instead");
-            return Ok(Decision::Update {
-                id: o.id.clone(),
-                text: new.text,
-                reason: "the new information contradicts it".into(),
-            });
-        }
-        Ok(decision)
-    }
-
-    /// Finds what a "forget that …" refers to among the offered memories.
-    async fn forget(&self, what: &str) -> Result<Decision> {
-        let offered = self.similar(what).await?;
-        if offered.is_empty() {
-            return Ok(Decision::Noop);
-        }
-        let Some(r) = self
-            .ask_about(
-                &offered,
-                &format!("The user asked to forget: {what}"),
-                "If one EXISTING memory is what the user asked to forget, answer DELETE with its id; otherwise NOOP.",
-            )
-            .await?
-        else {
-            return Ok(Decision::Noop);
-        };
-        if !r.action.eq_ignore_ascii_case("DELETE") {
-            return Ok(Decision::Noop);
-        }
-        match find_offered(&offered, r.id.as_deref()) {
-            Some(o) => Ok(Decision::Forget {
-                id: o.id.clone(),
-                reason: format!("You asked to forget: {what}"),
-            }),
-            None => {
-                tracing::warn!("a forget named an id that was not offered; skipped");
-                Ok(Decision::Noop)
-            }
-        }
-    }
-
-    /// Asks the fast model to reconcile `new` with the `offered` memories (listed by id),
-    /// ending with `instruction`. `None` when the answer is not JSON of the right shape
-    /// (logged, never applied).
-    async fn ask_about(
-        &self,
-        offered: &[Offered],
-        new: &str,
-        instruction: &str,
-    ) -> Result<Option<Reconciliation>> {
-        let existing: String = offered
-            .iter()
-            .map(|o| format!("[{}] {}\n", o.id, o.text))
-            .collect();
-        let prompt = format!("<data>\nEXISTING:\n{existing}NEW: {new}\n</data>\n{instruction}");
-        let Some(answer) = self
-            .ask(
-                RECONCILE_PROMPT,
-                prompt,
-                ("reconciliation", reconciliation_schema()),
-            )
-            .await?
-        else {
-            return Ok(None);
-        };
-        match serde_json::from_value::<Reconciliation>(answer) {
-            Ok(r) => Ok(Some(r)),
-            Err(_) => {
-                tracing::warn!("a reconciliation answer has the wrong shape; skipped");
-                Ok(None)
-            }
-        }
     }
 
     /// Learns from one exchange: extract, reconcile each candidate, apply all at once. With
