@@ -27,9 +27,9 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	# The front ends without hearth-core's `internals`: they compile only through the façade
-	# (and their normal build must never enable it).
+	# (and their normal build must never enable it, nor the store's plaintext test switch).
 	cargo clippy -p hearth-cli -p hearth-desktop -- -D warnings
-	! cargo tree -p hearth-cli -p hearth-desktop -e normal,features | grep -q 'hearth-core feature "internals"'
+	! cargo tree -p hearth-cli -p hearth-desktop -e normal,features | grep -qE 'feature "(internals|test-plaintext)"'
 	cd ui && npm run check && npm run lint
 
 ## Benchmarks: prints numbers; never part of `make test`.

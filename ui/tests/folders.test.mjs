@@ -41,12 +41,12 @@ describe('Folders', () => {
     assert.match(flat(await notes.locator('[data-testid="folder-counts"]').innerText()), /^4 read · 1 skipped · 1 failed · 7 passages · all searchable by meaning · updated 2 hours ago$/);
     assert.equal(flat(await notes.getByTestId('folder-line').innerText()), 'Up to date: changes are read as they happen');
 
-    // The system will not watch it (its limit of watched folders): the card says it is
-    // checked every 30 s, and why; watched again, it says so.
-    await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', 'No space left on device (os error 28)'));
+    // The system will not watch it (its limit of watched folders): the card says how often
+    // it is checked (the engine's number, here 45 s), and why; watched again, it says so.
+    await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', 'No space left on device (os error 28)', 45));
     await until(page, () => document.querySelector('[data-path="/home/ada/Notes"]')?.getAttribute('data-state') === 'polling');
-    assert.equal(flat(await notes.locator('[data-testid="folder-state"]').innerText()), 'Checked every 30 s');
-    assert.match(flat(await notes.getByTestId('folder-line').innerText()), /checked for changes every 30 seconds/);
+    assert.equal(flat(await notes.locator('[data-testid="folder-state"]').innerText()), 'Checked every 45 s');
+    assert.match(flat(await notes.getByTestId('folder-line').innerText()), /checked for changes every 45 seconds/);
     assert.equal(flat(await notes.getByTestId('folder-watch-reason').innerText()), 'No space left on device (os error 28)');
     await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', null));
     await until(page, () => document.querySelector('[data-path="/home/ada/Notes"]')?.getAttribute('data-state') === 'watching');

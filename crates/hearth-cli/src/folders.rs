@@ -147,7 +147,7 @@ fn state_label(f: &FolderSummary) -> String {
         hearth_core::FolderState::Indexing => "indexing".into(),
         hearth_core::FolderState::Polling => format!(
             "up to date; polled every {} s (the system will not watch it)",
-            hearth_core::FOLDER_POLL_EVERY.as_secs()
+            f.poll_every_s
         ),
         hearth_core::FolderState::Watching => "up to date; watched for changes".into(),
         hearth_core::FolderState::Idle => "up to date".into(),

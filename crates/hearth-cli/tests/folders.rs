@@ -1419,6 +1419,9 @@ fn a_folder_the_system_will_not_watch_is_polled_and_every_process_sees_how_each_
         "{:?}",
         s[1]
     );
+    // How often it is walked is the engine's number, the same in JSON and in text.
+    let listed = home.json(&["folders", "list", "--json"]);
+    assert_eq!(listed[1]["poll_every_s"], 30, "{listed}");
     let text = String::from_utf8_lossy(&home.run(&["folders", "list"]).stdout).into_owned();
     assert!(text.contains("polled every 30 s"), "{text}");
     assert!(text.contains("watched for changes"), "{text}");

@@ -35,38 +35,54 @@ macro_rules! engine_modules {
 }
 
 engine_modules!(
-    audit,
     chat,
     context,
     conversations,
-    embed,
-    folders,
-    llm,
-    memory,
+    learn,
     models,
-    paths,
     pricing,
     providers,
-    rank,
-    store,
-    time,
-    tokens,
     tools,
-    types,
+);
+
+/// The crates below the engine, under the module names the engine uses for them: `pub`
+/// with the `internals` feature (integration tests, benches), private without it. The
+/// front ends do not depend on these crates at all, so they cannot name them.
+macro_rules! engine_crates {
+    ($($name:ident = $root:ident $(:: $seg:ident)*),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        pub use $root $(:: $seg)* as $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(unused_imports)]
+        use $root $(:: $seg)* as $name;
+    )*};
+}
+
+engine_crates!(
+    audit = hearth_store::audit,
+    embed = hearth_embed,
+    error = hearth_base::error,
+    failpoint = hearth_base::failpoint,
+    folders = hearth_folders,
+    fsio = hearth_base::fsio,
+    llm = hearth_llm,
+    memory = hearth_memory,
+    paths = hearth_base::paths,
+    rank = hearth_text::rank,
+    store = hearth_store,
+    time = hearth_base::time,
+    tokens = hearth_text::tokens,
+    types = hearth_base::types,
 );
 
 /// Showing outside text on a terminal (a leaf of pure functions the CLI calls directly).
 pub mod display;
 mod entry;
-mod error;
 mod events;
-mod failpoint;
-mod fsio;
 mod hearth;
 mod usage;
 
 pub use entry::process_start;
-pub use error::{Error, Result, ServiceError};
 pub use events::Event;
 pub use folders::watch::POLL_EVERY as FOLDER_POLL_EVERY;
 pub use hearth::eval;
@@ -78,6 +94,7 @@ pub use hearth::{
     ProviderService, RECENT_AUDIT_ENTRIES, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope,
     ServerReport, Status, ToolReview, Turn, WatchingFolders,
 };
+pub use hearth_base::{Error, Result, ServiceError};
 pub use paths::DataDir;
 
 // The data the front ends convert to DTOs or text, and the consent interface they

@@ -792,7 +792,7 @@ fn anthropic_has_no_embeddings_api() {
 /// number, which is why a merge also needs the texts to agree.
 #[test]
 fn near_duplicate_cosine_admits_paraphrases_and_also_contradictions() {
-    use hearth_core::memory::extract::{NEAR_DUPLICATE, agree};
+    use hearth_core::learn::{NEAR_DUPLICATE, agree};
     let embedder = LocalEmbedder::new(ModelSource::dir(model_dir()));
     let cos = |a: &str, b: &str| -> f32 {
         let v = embedder.embed(&[a, b]).expect("embed");

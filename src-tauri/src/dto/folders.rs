@@ -39,6 +39,9 @@ pub struct FolderDto {
     pub watch_reason: Option<String>,
     /// Tools may create, change and delete files here (reading works in any watched folder).
     pub writable: bool,
+    /// How often a folder the system will not watch is checked for changes, in seconds.
+    #[ts(type = "number")]
+    pub poll_every_s: u64,
 }
 
 impl From<FolderSummary> for FolderDto {
@@ -68,6 +71,7 @@ impl From<FolderSummary> for FolderDto {
             last_indexed: f.last_indexed,
             watch_reason: f.watch_reason,
             writable: f.writable,
+            poll_every_s: f.poll_every_s,
             path: f.path,
         }
     }

@@ -59,7 +59,7 @@ type MockFile = {
   /** The file was deleted on disk since (open_source_file refuses). */
   gone?: boolean;
 };
-type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null; pollingWhy?: string; writable?: boolean };
+type MockFolder = { id: number; path: string; paused: boolean; available: boolean; files: MockFile[]; last_indexed: number | null; pollingWhy?: string; pollEvery?: number; writable?: boolean };
 
 export type OpenedFile = { path: string; reveal: boolean };
 
@@ -76,7 +76,7 @@ export type FoldersMock = {
   /** A passage's file is deleted on disk (the index has not noticed yet). */
   deleteOnDisk(relPath: string): void;
   /** The system refuses to watch the folder at `path` (`why`): it is polled; null: watched again. */
-  setPolling(path: string, why: string | null): void;
+  setPolling(path: string, why: string | null, everySeconds?: number): void;
 };
 
 const NOW = Date.UTC(2026, 11, 1, 9, 30);
@@ -210,6 +210,7 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
       last_indexed: f.last_indexed,
       watch_reason: f.pollingWhy ?? null,
       writable: f.writable ?? false,
+      poll_every_s: f.pollEvery ?? 30,
     };
   };
 
@@ -401,10 +402,11 @@ export function createFoldersMock(options: { seeded: boolean; emit: <K extends k
     deleteOnDisk: (relPath) => {
       for (const f of folders.flatMap((x) => x.files)) if (f.rel_path === relPath) f.gone = true;
     },
-    setPolling: (path, why) => {
+    setPolling: (path, why, everySeconds) => {
       const folder = find(path);
       if (why === null) delete folder.pollingWhy;
       else folder.pollingWhy = why;
+      if (everySeconds !== undefined) folder.pollEvery = everySeconds;
       void options.emit('store_changed', null);
     },
   };

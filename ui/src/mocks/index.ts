@@ -38,7 +38,7 @@
  *   __hearthMock.pickFolder(path|null) what the OS folder picker answers next (null: cancelled)
  *   __hearthMock.openedFiles()         every open_source_file that opened a file: { path, reveal }
  *   __hearthMock.deleteOnDisk(relPath) a watched file is deleted on disk (not noticed yet)
- *   __hearthMock.setPolling(path, why|null)  the system will not watch that folder: it is polled
+ *   __hearthMock.setPolling(path, why|null, everySeconds?)  the system will not watch that folder: it is polled
  *   __hearthMock.askConsent(request)   a tool call waits for the user (then consent_changed); its id
  *   __hearthMock.withdrawConsent(id)   an open question times out unanswered (then consent_changed)
  *   __hearthMock.consentAnswers()      what the consent window answered, in order
@@ -114,7 +114,7 @@ export type MockControl = {
   pickFolder(path: string | null): void;
   openedFiles(): OpenedFile[];
   deleteOnDisk(relPath: string): void;
-  setPolling(path: string, why: string | null): void;
+  setPolling(path: string, why: string | null, everySeconds?: number): void;
   askConsent(request: Omit<ConsentRequestDto, 'id'>): number;
   withdrawConsent(id: number): void;
   consentAnswers(): ConsentAnswer[];
@@ -234,7 +234,7 @@ export function installMocks(
     pickFolder: (path) => folders.pickFolder(path),
     openedFiles: () => folders.opened(),
     deleteOnDisk: (relPath) => folders.deleteOnDisk(relPath),
-    setPolling: (path, why) => folders.setPolling(path, why),
+    setPolling: (path, why, everySeconds) => folders.setPolling(path, why, everySeconds),
     askConsent: (request) => consent.ask(request),
     withdrawConsent: (id) => consent.withdraw(id),
     consentAnswers: () => consent.answers(),

@@ -125,7 +125,7 @@ pub(super) fn finish(
         (Some(c), Some(u), Some(a)) if !text.trim().is_empty() => {
             let settings = crate::memory::settings(ctx.store)?;
             if settings.enabled && !settings.extraction_paused {
-                let exchange = crate::memory::extract::Exchange {
+                let exchange = crate::learn::Exchange {
                     conversation: c.clone(),
                     user_message: u,
                     answer_message: a,
@@ -135,7 +135,7 @@ pub(super) fn finish(
                 Some(
                     ctx.store
                         .jobs()
-                        .enqueue(crate::memory::extract::JOB_KIND, &payload)?,
+                        .enqueue(crate::learn::JOB_KIND, &payload)?,
                 )
             } else {
                 None

@@ -65,7 +65,7 @@ impl ToolStep<'_> {
                 self.tools
                     .save(self.answer_id, records.len(), &record)
                     .await?;
-                crate::failpoint::failpoint!("tool_saved");
+                crate::failpoint::hit("tool_saved");
                 on_event(TurnEvent::ToolEnded(&record));
                 observations.push(Message {
                     role: Role::Tool,

@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Hearth;
 use crate::events::Event;
+use crate::learn::{Exchange, JOB_KIND as LEARN_JOB, Learner};
 use crate::llm::ChatModel;
 use crate::memory::Change;
-use crate::memory::extract::{Exchange, JOB_KIND as LEARN_JOB, Learner};
 use crate::store::jobs::{Job, JobId, Lane, Lease};
 use crate::{Error, Result};
 

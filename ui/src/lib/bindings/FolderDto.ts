@@ -24,4 +24,8 @@ watch_reason: string | null,
 /**
  * Tools may create, change and delete files here (reading works in any watched folder).
  */
-writable: boolean, };
+writable: boolean, 
+/**
+ * How often a folder the system will not watch is checked for changes, in seconds.
+ */
+poll_every_s: number, };

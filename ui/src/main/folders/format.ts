@@ -1,14 +1,19 @@
 /** Words for the Folders screen: states and the fixed reasons a file was skipped or failed. */
 import type { FolderDto } from '../../lib/bindings/FolderDto';
 
-export const STATE_LABEL: Record<string, string> = {
+const STATE_LABEL: Record<string, string> = {
   indexing: 'Reading',
   watching: 'Up to date',
-  polling: 'Checked every 30 s',
   idle: 'Up to date',
   paused: 'Paused',
   unavailable: 'Unavailable',
 };
+
+/** The short state shown on a folder's card ("Checked every 30 s" with the engine's number). */
+export function stateLabel(folder: FolderDto): string {
+  if (folder.state === 'polling') return `Checked every ${folder.poll_every_s} s`;
+  return STATE_LABEL[folder.state] ?? folder.state;
+}
 
 /** Each `reason_code` of hearth-core's `folders::Reason`, for people. */
 export const REASON_LABEL: Record<string, string> = {
@@ -44,7 +49,7 @@ export function stateLine(folder: FolderDto): string {
     case 'watching':
       return 'Up to date: changes are read as they happen';
     case 'polling':
-      return 'Up to date. The system would not let Hearth watch this folder, so it is checked for changes every 30 seconds.';
+      return `Up to date. The system would not let Hearth watch this folder, so it is checked for changes every ${folder.poll_every_s} seconds.`;
     default:
       return 'Up to date';
   }

@@ -66,6 +66,9 @@ pub struct FolderSummary {
     pub watch_reason: Option<String>,
     /// Tools may create, change and delete files in it.
     pub writable: bool,
+    /// How often a folder the system will not watch is checked for changes, in seconds
+    /// (the engine's one number, for every front end to show).
+    pub poll_every_s: u64,
 }
 
 /// Where indexing stands: `hearth index`'s summary.
@@ -259,6 +262,9 @@ impl FolderService {
             last_indexed: f.last_indexed,
             watch_reason,
             writable: f.writable,
+            poll_every_s: crate::folders::watch::FolderWatcher::poll_every()
+                .as_millis()
+                .div_ceil(1000) as u64,
         })
     }
 

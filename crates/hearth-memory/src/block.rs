@@ -1,0 +1,589 @@
+//! Retrieval: hybrid search over memories (FTS5 BM25 + vec0 cosine, fused by reciprocal
+//! rank) and the "Known about the user" block that goes into every prompt.
+//!
+//! The block: critical and pinned memories first and always (within the budget, with a
+//! warning when they alone approach it), then the rest by relevance to the message plus
+//! importance and recency/frequency, until the budget (default ≤ 1,000 tokens, 003:248).
+//! Only candidates are scored (the top of each index plus the always-in set), so the block
+//! costs the same with 10 or 10,000 memories.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+
+pub use super::rank::{
+    BLOCK_POOL, BLOCK_RESERVE, CONTEXT_WEIGHT, Fusion, NAMED_WEIGHT, OTHER_PERSON_WEIGHT, RRF_K,
+    Subject, VECTOR_WEIGHT,
+};
+use super::rank::{block_pool, block_reserve, bm25_weights, reserve_each_side};
+use super::vectors::{TABLE_PREFIX, table_exists};
+use super::{Kind, Memories, fts_query};
+use crate::Result;
+use crate::embed::EmbedderSlot;
+use crate::time::{Millis, now_millis};
+use crate::tokens::Encoding;
+use hearth_text::rank::strongest_first;
+
+/// Something the user keeps about themselves, rendered into the prompt's memory zone.
+pub trait MemorySource: Send + Sync {
+    /// The memory block for a message, at most `budget` tokens counted with `encoding`;
+    /// critical and pinned memories first and always. `None` when there is nothing to say.
+    fn memory_block(
+        &self,
+        message: &str,
+        budget: u32,
+        encoding: Encoding,
+    ) -> crate::Result<Option<String>>;
+}
+
+/// The least cosine similarity for which a memory found only by meaning is listed in a
+/// search the user reads; below it the vector index's nearest neighbours are mostly
+/// unrelated (the memory block, which ranks rather than lists, keeps them all).
+pub const SEARCH_MIN_SIMILARITY: f64 = 0.3;
+
+/// How many memories a search the user reads lists at most.
+pub const LISTED: usize = 200;
+
+/// How many candidates each index offers.
+pub const CANDIDATES: usize = 50;
+
+/// How to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+/// A memory found by a search, with what the block needs to rank and render it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub id: String,
+    pub text: String,
+    pub kind: Kind,
+    pub pinned: bool,
+    pub critical: bool,
+    pub importance: f64,
+    pub event_at: Option<Millis>,
+    pub updated: Millis,
+    pub last_used: Option<Millis>,
+    pub use_count: u32,
+    /// Fused relevance to the query (0 when it was not found by either index).
+    pub relevance: f64,
+    /// Found by its words (the full-text index).
+    pub lexical: bool,
+    /// Its rank among the full-text matches (0 best; by BM25 discounted by subject, see
+    /// [`Subject`]) and its BM25 score (higher is better).
+    pub lexical_rank: Option<usize>,
+    pub bm25: Option<f64>,
+    /// Its rank among the vector index's nearest neighbours (0 best; by cosine discounted
+    /// by subject) and its cosine similarity to the query vector.
+    pub vector_rank: Option<usize>,
+    pub similarity: Option<f64>,
+    /// 1, or less for a memory about another person the query does not name ([`Subject`]).
+    pub subject_weight: f64,
+}
+
+impl Candidate {
+    /// What the two sides found for it, for the ranker.
+    pub fn evidence(&self) -> hearth_text::rank::Evidence {
+        hearth_text::rank::Evidence {
+            lexical_rank: self.lexical_rank,
+            bm25: self.bm25,
+            vector_rank: self.vector_rank,
+            similarity: self.similarity,
+        }
+    }
+}
+
+const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
+
+fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)> {
+    Ok((
+        r.get(0)?,
+        Candidate {
+            id: r.get(1)?,
+            text: r.get(2)?,
+            kind: Kind::parse(&r.get::<_, String>(3)?).unwrap_or(Kind::Fact),
+            pinned: r.get(4)?,
+            critical: r.get(5)?,
+            importance: r.get(6)?,
+            event_at: r.get(7)?,
+            updated: r.get(8)?,
+            last_used: r.get(9)?,
+            use_count: r.get(10)?,
+            relevance: 0.0,
+            lexical: false,
+            lexical_rank: None,
+            bm25: None,
+            vector_rank: None,
+            similarity: None,
+            subject_weight: 1.0,
+        },
+    ))
+}
+
+impl Memories {
+    /// Active memories ranked for `query`: BM25, vector (needs `vector` from `model`), or
+    /// both fused by reciprocal rank. Best first, at most `k`.
+    pub fn search(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+        mode: Mode,
+        k: usize,
+    ) -> Result<Vec<Candidate>> {
+        let fts = if mode == Mode::Vector {
+            None
+        } else {
+            fts_query(query)
+        };
+        let vec = if mode == Mode::Bm25 {
+            None
+        } else {
+            vector.map(|(m, v)| {
+                (
+                    m.to_owned(),
+                    v.len(),
+                    v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>(),
+                )
+            })
+        };
+        let pool = k.max(CANDIDATES);
+        let index = self.vector_index.clone();
+        let mut ranked = self.store().read_blocking(move |c| {
+            let mut found: HashMap<i64, Candidate> = HashMap::new();
+            if let Some(q) = fts {
+                // Rank inside FTS5 first and look up only the best rows: joining every
+                // match (thousands for a common word) cost more than the rest of the block.
+                // Removed memories stay in the index, so the window widens until `pool`
+                // active ones are found or the matches run out.
+                // The context column counts less than the memory's own words (FTS5's
+                // rank function with column weights, set for this query).
+                let mut matches = c.prepare_cached(
+                    "SELECT rowid, -rank FROM memories_fts
+                     WHERE memories_fts MATCH ?1 AND rank MATCH ?3 ORDER BY rank LIMIT ?2",
+                )?;
+                let weights = bm25_weights();
+                let mut active = c.prepare_cached(&format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.n = ?1 AND m.status = 'active'"
+                ))?;
+                let mut window = pool * 2;
+                loop {
+                    let rows: Vec<(i64, f64)> = matches
+                        .query_map(params![q, window as i64, weights], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })?
+                        .collect::<rusqlite::Result<_>>()?;
+                    let exhausted = rows.len() < window;
+                    found.clear();
+                    let mut rank = 0;
+                    for (n, score) in rows {
+                        if rank == pool {
+                            break;
+                        }
+                        if let Some((n, mut cand)) =
+                            active.query_row(params![n], row_to_candidate).optional()?
+                        {
+                            cand.lexical = true;
+                            cand.lexical_rank = Some(rank);
+                            cand.bm25 = Some(score);
+                            found.insert(n, cand);
+                            rank += 1;
+                        }
+                    }
+                    if rank == pool || exhausted {
+                        break;
+                    }
+                    window *= 4;
+                }
+            }
+            if let Some((model, dims, blob)) = vec {
+                let mut near: Vec<((i64, Candidate), f64)> = Vec::new();
+                let table = format!("{TABLE_PREFIX}{dims}");
+                let partitioned = table_exists(c, &table)?;
+                // vec0 cannot filter by status or model, so each side asks for more and
+                // filters.
+                let in_process = match (&index, vector) {
+                    (Some(index), Some((_, query))) if partitioned => {
+                        index.nearest(c, &table, dims, query, pool * 2)?
+                    }
+                    _ => None,
+                };
+                if let Some(sides) = in_process {
+                    let mut stmt = c.prepare_cached(&format!(
+                        "SELECT {CANDIDATE_COLUMNS} FROM memories m
+                         WHERE m.n = ?1 AND m.status = 'active' AND m.embed_model = ?2"
+                    ))?;
+                    for side in sides {
+                        let mut taken = 0;
+                        for (n, distance) in side {
+                            if taken == pool {
+                                break;
+                            }
+                            if let Some(row) = stmt
+                                .query_row(params![n, model], row_to_candidate)
+                                .optional()?
+                            {
+                                near.push((row, distance));
+                                taken += 1;
+                            }
+                        }
+                    }
+                } else {
+                    // Each partition (memories about the user; about other named people)
+                    // offers its own nearest neighbours, ranked together by distance.
+                    let old = format!("memory_vec_{dims}");
+                    let (table, partitions): (String, &[&str]) = if partitioned {
+                        (table, &["AND about_other = 0", "AND about_other = 1"])
+                    } else if table_exists(c, &old)? {
+                        (old, &[""])
+                    } else {
+                        (table, &[])
+                    };
+                    for partition in partitions {
+                        let mut stmt = c.prepare_cached(&format!(
+                            "SELECT {CANDIDATE_COLUMNS}, v.distance FROM (SELECT rowid, distance FROM {table}
+                                WHERE embedding MATCH ?1 AND k = ?2 {partition}) v
+                             JOIN memories m ON m.n = v.rowid
+                             WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
+                        ))?;
+                        let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], |r| {
+                            Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
+                        })?;
+                        for row in rows.take(pool) {
+                            near.push(row?);
+                        }
+                    }
+                }
+                near.sort_by(|a, b| a.1.total_cmp(&b.1));
+                for (rank, ((n, cand), distance)) in near.into_iter().enumerate() {
+                    let c = found.entry(n).or_insert(cand);
+                    c.vector_rank = Some(rank);
+                    // vec0's cosine distance is 1 − cosine similarity.
+                    c.similarity = Some(1.0 - distance);
+                }
+            }
+            Ok(found.into_values().collect::<Vec<_>>())
+        })?;
+        let fusion = Fusion::current();
+        let best_bm25 = ranked.iter().filter_map(|c| c.bm25).fold(0.0_f64, f64::max);
+        let subject = Subject::of_query(query);
+        for c in &mut ranked {
+            c.subject_weight = subject.weight(&c.text);
+        }
+        rank_discounted(&mut ranked);
+        for c in &mut ranked {
+            c.relevance = fusion.relevance(&c.evidence(), best_bm25) * c.subject_weight;
+        }
+        // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
+        ranked.sort_by(|a, b| {
+            b.relevance
+                .total_cmp(&a.relevance)
+                .then_with(|| {
+                    b.similarity
+                        .unwrap_or(-1.0)
+                        .total_cmp(&a.similarity.unwrap_or(-1.0))
+                })
+                .then_with(|| b.bm25.unwrap_or(0.0).total_cmp(&a.bm25.unwrap_or(0.0)))
+                .then_with(|| b.updated.cmp(&a.updated))
+        });
+        ranked.truncate(k);
+        Ok(ranked)
+    }
+
+    /// The search the user reads (the Memory screen, `memory list --query`): hybrid, best
+    /// first, listing what matches by its words or is close in meaning — not every
+    /// nearest neighbour the vector index returns.
+    pub fn search_listed(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+    ) -> Result<Vec<Candidate>> {
+        let mut found = self.search(query, vector, Mode::Hybrid, LISTED)?;
+        found.retain(|c| c.lexical || c.similarity.is_some_and(|s| s >= SEARCH_MIN_SIMILARITY));
+        Ok(found)
+    }
+
+    /// Critical and pinned active memories (critical first).
+    pub fn always_in(&self) -> Result<Vec<Candidate>> {
+        self.store().read_blocking(|c| {
+            let mut stmt = c.prepare(&format!(
+                // Named: without statistics the planner takes the status index and reads
+                // every active memory (a third of the block's time at 10,000).
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m INDEXED BY memories_always_in
+                 WHERE m.status = 'active' AND (m.critical = 1 OR m.pinned = 1)
+                 ORDER BY m.critical DESC, m.importance DESC, m.updated_at DESC"
+            ))?;
+            let rows = stmt.query_map([], row_to_candidate)?;
+            rows.map(|r| r.map(|(_, c)| c)).collect()
+        })
+    }
+
+    /// The most important recent memories, for messages that match nothing.
+    fn background(&self, limit: usize) -> Result<Vec<Candidate>> {
+        self.store().read_blocking(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.status = 'active'
+                 ORDER BY m.importance DESC, coalesce(m.last_used_at, m.updated_at) DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([limit as i64], row_to_candidate)?;
+            rows.map(|r| r.map(|(_, c)| c)).collect()
+        })
+    }
+}
+
+/// Each side's ranks over its evidence discounted by subject: a memory about someone else
+/// the request does not name ranks behind the user's own that are nearly as close.
+fn rank_discounted(found: &mut [Candidate]) {
+    let by_words = strongest_first(found, |c| c.bm25.map(|b| b * c.subject_weight));
+    for (rank, i) in by_words.into_iter().enumerate() {
+        found[i].lexical_rank = Some(rank);
+    }
+    let by_meaning = strongest_first(found, |c| c.similarity.map(|s| s * c.subject_weight));
+    for (rank, i) in by_meaning.into_iter().enumerate() {
+        found[i].vector_rank = Some(rank);
+    }
+}
+
+/// A memory's line in the block.
+pub fn render(c: &Candidate) -> String {
+    let text = c.text.replace('\n', " ");
+    let tag = if c.critical {
+        "critical".to_owned()
+    } else {
+        match (c.kind, c.event_at) {
+            (Kind::Episode, Some(at)) => {
+                let date = jiff::Timestamp::from_millisecond(at)
+                    .map(|t| t.strftime("%Y-%m-%d").to_string())
+                    .unwrap_or_default();
+                format!("episode, {date}")
+            }
+            (kind, _) => kind.as_str().to_owned(),
+        }
+    };
+    format!("- ({tag}) {text}")
+}
+
+/// Relevance + importance + recency/frequency.
+fn score(c: &Candidate, now: Millis) -> f64 {
+    const DAY: f64 = 86_400_000.0;
+    let age_days = (now - c.last_used.unwrap_or(c.updated)).max(0) as f64 / DAY;
+    let recency = (-age_days / 30.0).exp();
+    let frequency = (1.0 + f64::from(c.use_count)).ln() / 10f64.ln();
+    // Relevance dominates: one top rank in both indexes is worth ~0.033 before scaling.
+    c.relevance * Fusion::current().scale()
+        + 0.3 * c.importance
+        + 0.1 * recency
+        + 0.05 * frequency.min(1.0)
+}
+
+/// The block and what went into it.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    pub text: String,
+    pub ids: Vec<String>,
+    /// Tokens the critical and pinned memories alone take.
+    pub always_tokens: u32,
+    /// They alone passed 80% of the budget (the UI warns).
+    pub always_near_budget: bool,
+}
+
+/// Builds the block for `message` within `budget` tokens. `query_vector` is the message's
+/// embedding from `model`, when an embedder is available.
+pub fn build(
+    memories: &Memories,
+    message: &str,
+    query_vector: Option<(&str, &[f32])>,
+    budget: u32,
+    encoding: Encoding,
+) -> Result<Block> {
+    let now = now_millis();
+    let always = memories.always_in()?;
+    // The whole union of both sides' candidates: truncating it by fused relevance first
+    // would let a side with many weak matches starve the other.
+    let mut rest = memories.search(message, query_vector, Mode::Hybrid, block_pool())?;
+    if rest.len() < 10 {
+        rest.extend(memories.background(20)?);
+    }
+    rest.retain(|c| !c.pinned && !c.critical);
+    rest.sort_by(|a, b| score(b, now).total_cmp(&score(a, now)));
+    reserve_each_side(&mut rest, block_reserve());
+    let mut block = Block::default();
+    let mut used = 0u32;
+    let mut lines = Vec::new();
+    for (i, c) in always.iter().chain(rest.iter()).enumerate() {
+        if block.ids.contains(&c.id) {
+            continue;
+        }
+        let line = render(c);
+        let cost = encoding.count(&line) as u32 + 1;
+        if i < always.len() {
+            block.always_tokens += cost;
+        }
+        if used + cost > budget {
+            if i < always.len() {
+                continue;
+            }
+            break;
+        }
+        used += cost;
+        lines.push(line);
+        block.ids.push(c.id.clone());
+    }
+    block.always_near_budget = f64::from(block.always_tokens) > 0.8 * f64::from(budget);
+    if block.always_near_budget {
+        tracing::warn!(
+            tokens = block.always_tokens,
+            budget,
+            "pinned and critical memories alone approach the memory budget"
+        );
+    }
+    block.text = lines.join("\n");
+    Ok(block)
+}
+
+/// The engine's memory zone: reads the store, embeds the message if it can, updates
+/// last-used counters. Honours the "memory off" setting.
+pub struct MemoryBlockSource {
+    memories: Memories,
+    embedder: EmbedderSlot,
+}
+
+impl MemoryBlockSource {
+    /// Reads `memories`, embedding with whatever `embedder` holds at each turn.
+    pub fn new(memories: Memories, embedder: EmbedderSlot) -> Self {
+        Self { memories, embedder }
+    }
+}
+
+impl MemorySource for MemoryBlockSource {
+    fn memory_block(
+        &self,
+        message: &str,
+        budget: u32,
+        encoding: Encoding,
+    ) -> Result<Option<String>> {
+        if !super::settings(self.memories.store())?.enabled || !self.memories.any_active()? {
+            return Ok(None);
+        }
+        let embedder = self.embedder.get();
+        if let Some(e) = &embedder
+            && let Err(err) = self.memories.embed_pending(e.as_ref(), 64)
+        {
+            tracing::warn!(error = %err, "could not embed new memories");
+        }
+        let vector = embedder.as_ref().and_then(|e| match e.embed_query(message) {
+            Ok(v) => Some((e.model_id().to_owned(), v)),
+            Err(err) => {
+                tracing::warn!(error = %err, "no query embedding; memory search is keyword-only");
+                None
+            }
+        });
+        let block = build(
+            &self.memories,
+            message,
+            vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            budget,
+            encoding,
+        )?;
+        if block.ids.is_empty() {
+            return Ok(None);
+        }
+        self.memories.touch(block.ids)?;
+        Ok(Some(block.text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_about_another_named_person_is_discounted_unless_the_request_names_them() {
+        assert_eq!(
+            Subject::other_person("User's colleague Dmitri has a beagle named Biscuit."),
+            Some(("colleague", "Dmitri"))
+        );
+        assert_eq!(
+            Subject::other_person("User's old schoolmate Ines works as a chef."),
+            Some(("old schoolmate", "Ines"))
+        );
+        // Someone else's household and compounds are other people.
+        for (text, relation) in [
+            (
+                "User's landlady's son Bruno has a dachshund.",
+                "landlady's son",
+            ),
+            (
+                "User's climbing partner Zara takes an inhaler.",
+                "climbing partner",
+            ),
+            (
+                "User's team lead's partner Wen volunteers.",
+                "team lead's partner",
+            ),
+        ] {
+            assert_eq!(Subject::other_person(text).map(|o| o.0), Some(relation));
+        }
+        // The household, a role without a name and the user's own facts are not discounted.
+        for text in [
+            "User's older brother Marco is a pilot.",
+            "User's daughter Lena is six years old.",
+            "User's brother Marco lives in Toronto.",
+            "User's manager is Priya, who prefers updates in writing.",
+            "User has a border collie named Pixel.",
+            "Lena attends Riverside Primary.",
+        ] {
+            assert_eq!(Subject::other_person(text), None, "{text}");
+        }
+        let about_me = Subject::of_query("How often should I brush my dog?");
+        let dmitri = "User's colleague Dmitri has a beagle named Biscuit.";
+        assert!(about_me.weight(dmitri) < 1.0);
+        assert_eq!(
+            about_me.weight("User has a border collie named Pixel."),
+            1.0
+        );
+        // Named, a memory about them counts more than one about nobody in particular.
+        assert_eq!(
+            Subject::of_query("Does Dmitri's dog shed?").weight(dmitri),
+            NAMED_WEIGHT
+        );
+        assert_eq!(
+            Subject::of_query("What dog does my colleague have?").weight(dmitri),
+            1.0
+        );
+    }
+
+    #[test]
+    fn a_transcript_line_is_about_its_speaker_and_counts_more_when_the_request_names_them() {
+        assert_eq!(
+            Subject::speaker("Caroline: I went to a support group."),
+            Some("Caroline")
+        );
+        assert_eq!(
+            Subject::speaker("Mary Ann: we moved in May."),
+            Some("Mary Ann")
+        );
+        for text in [
+            "User: prefers tea",
+            "the plan: leave at 8",
+            "Caroline said: hello",
+            "Meeting at 10:30",
+            "Caroline:no space",
+        ] {
+            assert_eq!(Subject::speaker(text), None, "{text}");
+        }
+        let q = Subject::of_query("What did Caroline research?");
+        assert_eq!(
+            q.weight("Caroline: Researching adoption agencies."),
+            NAMED_WEIGHT
+        );
+        assert_eq!(q.weight("Melanie: I painted a lake."), 1.0);
+        assert_eq!(
+            Subject::of_query("What did Mary research?").weight("Mary Ann: I looked at schools."),
+            1.0,
+            "every word of the name"
+        );
+    }
+}

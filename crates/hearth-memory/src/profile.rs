@@ -1,0 +1,308 @@
+//! Profile-style retrieval evaluation (`hearth eval memory --profile DIR`): the memories a
+//! user's own assistant holds — short third-person facts about them, as extraction writes
+//! them — among generated memories about other people, and natural requests that each
+//! need one of them. For every request: is the keyed memory in the memory block a chat
+//! turn would send (the real [`super::block::build`], the chat's budget), and where does
+//! it rank in the search the Memory screen and `memory list --query` use?
+//!
+//! `DIR/memories.tsv`: `key<TAB>kind<TAB>text` lines; `DIR/queries.tsv`: `key<TAB>request`
+//! lines. Blank lines and lines starting with `#` are skipped. LoCoMo (`eval.rs`) measures
+//! dialogue turns and questions quoting them; this measures the distribution Hearth
+//! serves day to day.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::block;
+pub use super::distractors::{MAX_DISTRACTORS, distractor_memories};
+use super::{Actor, Kind, Memories, NewMemory};
+use crate::embed::Embedder;
+use crate::store::key::KeyBackend;
+use crate::store::{OpenOptions, Store};
+use crate::tokens::Encoding;
+use crate::{Error, Result};
+use hearth_base::paths::DataDir;
+
+/// The memories file in a profile folder.
+pub const MEMORIES_FILE: &str = "memories.tsv";
+/// The requests file in a profile folder.
+pub const QUERIES_FILE: &str = "queries.tsv";
+/// Generated memories about other people added by default.
+pub const DEFAULT_DISTRACTORS: usize = 400;
+/// A profile file larger than this is refused (a profile is a few hundred lines).
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// The window whose memory budget the block gets: a cloud model's, where the memory zone
+/// reaches its cap (1,000 tokens, 003:248).
+pub const BLOCK_WINDOW: u32 = 128_000;
+
+/// One memory of the profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileMemory {
+    pub key: String,
+    pub kind: Kind,
+    pub text: String,
+}
+
+/// A profile: its memories and the requests that each need one of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileSet {
+    pub memories: Vec<ProfileMemory>,
+    /// (memory key, request)
+    pub queries: Vec<(String, String)>,
+}
+
+/// What the evaluation found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileReport {
+    /// Requests evaluated.
+    pub n: usize,
+    /// Fraction of requests whose memory was in the block.
+    pub block_hit_rate: f64,
+    /// Fraction whose memory ranked first in search.
+    pub r1: f64,
+    /// Fraction whose memory ranked in the top 5.
+    pub r5: f64,
+    /// Mean reciprocal rank in search (0 for a memory not listed).
+    pub mrr: f64,
+    /// Keys of the requests whose memory was not in the block, in file order.
+    pub misses: Vec<String>,
+    /// Every request's outcome, in file order.
+    pub requests: Vec<RequestOutcome>,
+    /// Profile memories and generated distractors in the store.
+    pub memories: usize,
+    pub distractors: usize,
+    /// The block's token budget, and how many memories it carried on average.
+    pub block_budget: u32,
+    pub block_size_mean: f64,
+    /// The embedding model used, or `null` when search was keyword-only.
+    pub search_model: Option<String>,
+}
+
+/// One request's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestOutcome {
+    pub key: String,
+    /// Whether its memory was in the block.
+    pub in_block: bool,
+    /// Its memory's rank in search (1 best), `null` when search did not list it.
+    pub rank: Option<usize>,
+}
+
+fn bad(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
+    Error::InvalidInput(format!("{} line {line}: {what}", path.display()))
+}
+
+/// The non-blank, non-comment lines of `path` with their 1-based numbers, bounded.
+fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "{} is larger than {} MiB; a profile is a few hundred lines",
+            path.display(),
+            MAX_FILE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r').to_owned()))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect())
+}
+
+/// Reads `DIR/memories.tsv` and `DIR/queries.tsv`. A malformed line is refused with an
+/// `invalid_input` error naming the file and the line.
+pub fn load(dir: &Path) -> Result<ProfileSet> {
+    let path = dir.join(MEMORIES_FILE);
+    let mut memories = Vec::new();
+    let mut keys = HashSet::new();
+    for (n, line) in lines(&path)? {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [key, kind, text] = fields[..] else {
+            return Err(bad(
+                &path,
+                n,
+                format!(
+                    "expected key<TAB>kind<TAB>text, found {} field(s)",
+                    fields.len()
+                ),
+            ));
+        };
+        let (key, text) = (key.trim(), text.trim());
+        if key.is_empty() || text.is_empty() {
+            return Err(bad(&path, n, "the key and the text cannot be empty"));
+        }
+        let kind = Kind::parse(kind).map_err(|e| bad(&path, n, e))?;
+        if !keys.insert(key.to_owned()) {
+            return Err(bad(&path, n, format!("the key {key:?} is used twice")));
+        }
+        memories.push(ProfileMemory {
+            key: key.to_owned(),
+            kind,
+            text: text.to_owned(),
+        });
+    }
+    let path = dir.join(QUERIES_FILE);
+    let mut queries = Vec::new();
+    for (n, line) in lines(&path)? {
+        let Some((key, request)) = line.split_once('\t') else {
+            return Err(bad(&path, n, "expected key<TAB>request"));
+        };
+        let (key, request) = (key.trim(), request.trim());
+        if request.is_empty() || request.contains('\t') {
+            return Err(bad(&path, n, "expected key<TAB>request"));
+        }
+        if !keys.contains(key) {
+            return Err(bad(
+                &path,
+                n,
+                format!("no memory has the key {key:?} in {MEMORIES_FILE}"),
+            ));
+        }
+        queries.push((key.to_owned(), request.to_owned()));
+    }
+    if memories.is_empty() || queries.is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "{} needs at least one memory and one request",
+            dir.display()
+        )));
+    }
+    Ok(ProfileSet { memories, queries })
+}
+
+/// Runs the evaluation in a fresh store under `work` (removed by the caller): the profile,
+/// `distractors` generated memories about other people, every vector computed when there
+/// is an `embedder` (else search is keyword-only, as in the app without a model).
+pub fn run(
+    set: &ProfileSet,
+    distractors: usize,
+    embedder: Option<&dyn Embedder>,
+    work: &Path,
+) -> Result<ProfileReport> {
+    if distractors > MAX_DISTRACTORS {
+        return Err(Error::InvalidInput(format!(
+            "at most {MAX_DISTRACTORS} distractors"
+        )));
+    }
+    let mut opts = OpenOptions::new(DataDir::new(work.join("profile")));
+    opts.new_key_backend = KeyBackend::File;
+    let memories = Memories::new(Store::open(&opts)?).with_vector_index();
+    let mut ids: HashMap<String, String> = HashMap::new();
+    for m in &set.memories {
+        let stored = memories.add(NewMemory::manual(m.text.clone(), m.kind), Actor::Import)?;
+        ids.insert(m.key.clone(), stored.id);
+    }
+    for (kind, text) in distractor_memories(distractors) {
+        memories.add(NewMemory::manual(text, kind), Actor::Import)?;
+    }
+    if let Some(e) = embedder {
+        while memories.embed_pending(e, 256)? > 0 {}
+    }
+    let budget = hearth_text::budget::Budgets::for_window(BLOCK_WINDOW).memory;
+    let encoding = Encoding::for_model("gpt-4o-mini");
+    let (mut hits, mut r1, mut r5, mut mrr, mut carried) = (0usize, 0usize, 0usize, 0.0, 0usize);
+    let mut misses = Vec::new();
+    let mut requests = Vec::new();
+    for (key, request) in &set.queries {
+        let vector = match embedder {
+            Some(e) => Some(e.embed_query(request)?),
+            None => None,
+        };
+        let v = vector
+            .as_deref()
+            .map(|v| (embedder.map(|e| e.model_id()).unwrap_or(""), v));
+        let id = ids.get(key).map(String::as_str).unwrap_or("");
+        let built = block::build(&memories, request, v, budget, encoding)?;
+        carried += built.ids.len();
+        let in_block = built.ids.iter().any(|i| i == id);
+        if in_block {
+            hits += 1;
+        } else {
+            misses.push(key.clone());
+        }
+        let listed = memories.search_listed(request, v)?;
+        let rank = listed.iter().position(|c| c.id == id);
+        if let Some(rank) = rank {
+            r1 += usize::from(rank == 0);
+            r5 += usize::from(rank < 5);
+            mrr += 1.0 / (rank as f64 + 1.0);
+        }
+        requests.push(RequestOutcome {
+            key: key.clone(),
+            in_block,
+            rank: rank.map(|r| r + 1),
+        });
+    }
+    let n = set.queries.len();
+    let frac = |k: usize| k as f64 / n as f64;
+    Ok(ProfileReport {
+        n,
+        block_hit_rate: frac(hits),
+        r1: frac(r1),
+        r5: frac(r5),
+        mrr: mrr / n as f64,
+        misses,
+        requests,
+        memories: set.memories.len() + distractors,
+        distractors,
+        block_budget: budget,
+        block_size_mean: frac(carried),
+        search_model: embedder.map(|e| e.model_id().to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, memories: &str, queries: &str) {
+        std::fs::write(dir.join(MEMORIES_FILE), memories).expect("write");
+        std::fs::write(dir.join(QUERIES_FILE), queries).expect("write");
+    }
+
+    #[test]
+    fn a_malformed_line_is_refused_naming_the_file_and_the_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "# header\ndog\tfact\tUser has a dog.\n\ncat\tfact User has a cat.\n",
+            "dog\tdog?\n",
+        );
+        let err = load(dir.path()).expect_err("two fields");
+        assert_eq!(err.code(), "invalid_input");
+        let text = err.to_string();
+        assert!(
+            text.contains("memories.tsv line 4: expected key<TAB>kind<TAB>text, found 2 field(s)"),
+            "{text}"
+        );
+
+        write(dir.path(), "dog\tthought\tUser has a dog.\n", "dog\tdog?\n");
+        let text = load(dir.path()).expect_err("kind").to_string();
+        assert!(text.contains("memories.tsv line 1: unknown kind"), "{text}");
+
+        write(
+            dir.path(),
+            "dog\tfact\tUser has a dog.\n",
+            "dog\tdog?\ncat\tcat?\n",
+        );
+        let text = load(dir.path()).expect_err("key").to_string();
+        assert!(
+            text.contains("queries.tsv line 2: no memory has the key \"cat\""),
+            "{text}"
+        );
+
+        write(dir.path(), "dog\tfact\tUser has a dog.\n", "dog?\n");
+        let text = load(dir.path()).expect_err("no tab").to_string();
+        assert!(
+            text.contains("queries.tsv line 1: expected key<TAB>request"),
+            "{text}"
+        );
+    }
+}
