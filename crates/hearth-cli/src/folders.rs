@@ -300,7 +300,7 @@ pub fn eval_retrieval(out: &Out, path: &Path, model: &str) -> Result<(), Failure
     let live = std::io::IsTerminal::is_terminal(&stderr);
     let json = out.json;
     let mut last = String::new();
-    let report = hearth_core::eval::retrieval(path, model, &mut |conv, p| {
+    let report = hearth_eval::retrieval(path, model, &mut |conv, p| {
         if json {
             if let Ok(mut v) = serde_json::to_value(p) {
                 v["conversation"] = conv.into();

@@ -246,7 +246,7 @@ pub fn eval_profile(
     distractors: usize,
     model: &str,
 ) -> Result<(), Failure> {
-    let report = hearth_core::eval::memory_profile(dir, distractors, model)?;
+    let report = hearth_eval::memory_profile(dir, distractors, model)?;
     if report.search_model.is_none() {
         keywords_only_note(model);
     }
@@ -280,7 +280,7 @@ pub fn eval_profile(
 
 /// `hearth eval memory --locomo PATH`
 pub fn eval(out: &Out, path: &std::path::Path, model: &str) -> Result<(), Failure> {
-    let measured = hearth_core::eval::memory_locomo(path, model)?;
+    let measured = hearth_eval::memory_locomo(path, model)?;
     if measured.model.is_none() {
         keywords_only_note(model);
     }

@@ -85,7 +85,6 @@ mod usage;
 pub use entry::process_start;
 pub use events::Event;
 pub use folders::watch::POLL_EVERY as FOLDER_POLL_EVERY;
-pub use hearth::eval;
 pub use hearth::{
     ActivityService, ConversationService, EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob,
     FolderService, FolderState, FolderSummary, Hearth, INGEST_JOB, ImportReport, ImportedServer,

@@ -34,8 +34,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hearth-memory",
         ],
     ),
-    // The front ends: the façade only.
-    ("crates/hearth-cli", &["hearth-core"]),
+    // The evaluation harnesses: the façade and the public crates below, for the CLI only.
+    (
+        "crates/hearth-eval",
+        &[
+            "hearth-base",
+            "hearth-core",
+            "hearth-embed",
+            "hearth-folders",
+            "hearth-memory",
+            "hearth-store",
+            "hearth-text",
+        ],
+    ),
+    // The front ends: the façade only (and the CLI's `hearth eval`).
+    ("crates/hearth-cli", &["hearth-core", "hearth-eval"]),
     ("src-tauri", &["hearth-core"]),
 ];
 
@@ -76,6 +89,20 @@ fn each_crate_depends_only_on_the_hearth_crates_below_it() {
             extra.is_empty(),
             "{dir} depends on {extra:?}, which the crate graph forbids (ARCHITECTURE.md)"
         );
+    }
+}
+
+/// Nothing but the CLI depends on the evaluation harnesses: the engine and the app never
+/// ship them.
+#[test]
+fn only_the_cli_uses_the_evaluation_harnesses() {
+    for (dir, allowed) in ALLOWED {
+        if *dir != "crates/hearth-cli" {
+            assert!(
+                !allowed.contains(&"hearth-eval"),
+                "{dir} may not use hearth-eval"
+            );
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use hearth_core::embed::{Embedder, LocalEmbedder, ModelSource};
 use hearth_core::memory::block::{self, Mode};
-use hearth_core::memory::profile::distractor_memories;
+use hearth_core::memory::distractors::distractor_memories;
 use hearth_core::memory::{Actor, Kind, Memories, NewMemory};
 use hearth_core::store::{OpenOptions, Store};
 use hearth_core::tokens::Encoding;

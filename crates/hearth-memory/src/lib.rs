@@ -23,14 +23,12 @@
 //! Kept by this crate's `Cargo.toml`.
 
 pub mod block;
-pub mod eval;
+pub mod distractors;
 
-pub mod profile;
 pub mod proposals;
 pub mod rank;
 pub mod transfer;
 
-mod distractors;
 mod model;
 mod rows;
 mod settings;

@@ -3,7 +3,6 @@
 mod activity;
 mod conversations;
 mod embedding;
-pub mod eval;
 mod folders;
 mod jobs;
 mod keys;

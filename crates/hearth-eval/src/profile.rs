@@ -2,11 +2,11 @@
 //! user's own assistant holds — short third-person facts about them, as extraction writes
 //! them — among generated memories about other people, and natural requests that each
 //! need one of them. For every request: is the keyed memory in the memory block a chat
-//! turn would send (the real [`super::block::build`], the chat's budget), and where does
+//! turn would send (the real `hearth_memory::block::build`, the chat's budget), and where does
 //! it rank in the search the Memory screen and `memory list --query` use?
 //!
 //! `DIR/memories.tsv`: `key<TAB>kind<TAB>text` lines; `DIR/queries.tsv`: `key<TAB>request`
-//! lines. Blank lines and lines starting with `#` are skipped. LoCoMo (`eval.rs`) measures
+//! lines. Blank lines and lines starting with `#` are skipped. LoCoMo (`locomo.rs`) measures
 //! dialogue turns and questions quoting them; this measures the distribution Hearth
 //! serves day to day.
 
@@ -16,15 +16,15 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::block;
-pub use super::distractors::{MAX_DISTRACTORS, distractor_memories};
-use super::{Actor, Kind, Memories, NewMemory};
-use crate::embed::Embedder;
-use crate::store::key::KeyBackend;
-use crate::store::{OpenOptions, Store};
-use crate::tokens::Encoding;
-use crate::{Error, Result};
 use hearth_base::paths::DataDir;
+use hearth_base::{Error, Result};
+use hearth_embed::Embedder;
+use hearth_memory::block;
+use hearth_memory::distractors::{MAX_DISTRACTORS, distractor_memories};
+use hearth_memory::{Actor, Kind, Memories, NewMemory};
+use hearth_store::key::KeyBackend;
+use hearth_store::{OpenOptions, Store};
+use hearth_text::tokens::Encoding;
 
 /// The memories file in a profile folder.
 pub const MEMORIES_FILE: &str = "memories.tsv";

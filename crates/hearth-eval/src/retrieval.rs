@@ -17,14 +17,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Hearth, IndexOptions, SearchScope};
-use crate::embed::{EmbeddingChoice, LocalModel};
-use crate::folders::index::Progress;
-use crate::folders::search::Mode;
-use crate::folders::worker::WorkerCommand;
-use crate::memory::eval::{Conversation, TUNING};
-use crate::store::OpenOptions;
-use crate::{DataDir, Error, KeyBackend, Result};
+use hearth_base::paths::DataDir;
+use hearth_base::{Error, Result};
+use hearth_core::{EmbeddingChoice, Hearth, IndexOptions, LocalModel, SearchScope};
+use hearth_folders::index::Progress;
+use hearth_folders::search::Mode;
+use hearth_folders::worker::WorkerCommand;
+use hearth_store::key::KeyBackend;
+use hearth_store::{OpenOptions, Store};
+
+use crate::locomo::{Conversation, TUNING};
 
 /// How many chunks each search returns (the deepest metric is Recall@20).
 pub const DEPTH: usize = 20;
@@ -233,9 +235,8 @@ pub fn retrieval_locomo(
         let of_path = |path: &str| -> Option<u32> {
             session_of_file(Path::new(path).strip_prefix(&root).ok()?.to_str()?)
         };
-        let all_chunks: Vec<(u32, u32, u32)> = hearth
-            .inner
-            .store
+        // The folder's chunks, read beside the engine (the same file, the same key).
+        let all_chunks: Vec<(u32, u32, u32)> = Store::open(&opts)?
             .read_blocking({
                 let id = folder.id;
                 move |c| {
@@ -344,103 +345,6 @@ pub fn retrieval_locomo(
             .filter(|(_, t)| !t.n_queries.is_empty())
             .collect(),
     })
-}
-
-/// A private working folder for one evaluation under the system's temp folder, created
-/// exclusively under a random name and removed with everything in it when dropped.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn new() -> Result<Self> {
-        let base = std::env::temp_dir();
-        for _ in 0..8 {
-            let dir = base.join(format!("hearth-eval-{:016x}", rand::random::<u64>()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(Self(dir)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&dir, e)),
-            }
-        }
-        Err(Error::InvalidInput(format!(
-            "could not make a working folder in {}",
-            base.display()
-        )))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The local model named `model` for an evaluation, if its files are on this computer
-/// (`None`: the evaluation measures keywords only, and its report says so).
-fn eval_embedder(model: &str) -> Result<Option<crate::embed::LocalEmbedder>> {
-    crate::embed::LocalEmbedder::installed_from_env_for(LocalModel::parse(model)?)
-}
-
-/// `hearth eval memory --profile DIR`: the profile set in `dir` with `distractors`
-/// generated memories about other people, embedded with the local model `model` if it is
-/// here, in a working folder of its own.
-pub fn memory_profile(
-    dir: &Path,
-    distractors: usize,
-    model: &str,
-) -> Result<crate::memory::profile::ProfileReport> {
-    let set = crate::memory::profile::load(dir)?;
-    let embedder = eval_embedder(model)?;
-    let work = WorkDir::new()?;
-    crate::memory::profile::run(
-        &set,
-        distractors,
-        embedder.as_ref().map(|e| e as &dyn crate::embed::Embedder),
-        &work.0,
-    )
-}
-
-/// What `hearth eval memory --locomo PATH` measured, and with which model (`None`:
-/// keywords only, the model's files are not on this computer).
-pub struct MemoryLocomo {
-    pub rows: Vec<crate::memory::eval::Row>,
-    pub model: Option<String>,
-}
-
-/// `hearth eval memory --locomo PATH`, embedded with the local model `model` if it is here.
-pub fn memory_locomo(path: &Path, model: &str) -> Result<MemoryLocomo> {
-    let conversations = crate::memory::eval::load(path)?;
-    let embedder = eval_embedder(model)?;
-    let work = WorkDir::new()?;
-    let rows = crate::memory::eval::run(
-        &conversations,
-        embedder.as_ref().map(|e| e as &dyn crate::embed::Embedder),
-        &work.0,
-    )?;
-    Ok(MemoryLocomo {
-        rows,
-        model: embedder.map(|e| crate::embed::Embedder::model_id(&e).to_owned()),
-    })
-}
-
-/// `hearth eval retrieval --locomo PATH`: [`retrieval_locomo`] in a working folder of its
-/// own, with the local model `model`.
-pub fn retrieval(
-    path: &Path,
-    model: &str,
-    on: &mut dyn FnMut(&str, &Progress),
-) -> Result<RetrievalReport> {
-    let model = LocalModel::parse(model)?;
-    let conversations = crate::memory::eval::load(path)?;
-    let work = WorkDir::new()?;
-    retrieval_locomo(
-        &conversations,
-        &work.0,
-        &RetrievalOptions {
-            model: Some(model),
-            worker: None,
-        },
-        on,
-    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Retrieval evaluation on LoCoMo (`hearth eval memory --locomo PATH`): one store per
 //! conversation, each turn an episode memory dated by its session, with the turns around it
-//! as its context ([`super::Memory::context`]); for every question of
+//! as its context (`Memory::context`); for every question of
 //! categories 1–4 with evidence, the top turns by BM25, vector and hybrid search are
 //! compared with the evidence: recall@5, recall@10 (fraction of the question's evidence
 //! turns found, averaged over questions) and MRR@10. Conversations 26 and 30 are the tuning
@@ -13,13 +13,13 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::block::Mode;
-use super::{Actor, Kind, Memories, NewMemory};
-use crate::embed::Embedder;
-use crate::store::key::KeyBackend;
-use crate::store::{OpenOptions, Store};
-use crate::{Error, Result};
 use hearth_base::paths::DataDir;
+use hearth_base::{Error, Result};
+use hearth_embed::Embedder;
+use hearth_memory::block::Mode;
+use hearth_memory::{Actor, Kind, Memories, NewMemory};
+use hearth_store::key::KeyBackend;
+use hearth_store::{OpenOptions, Store};
 
 /// Conversations used to tune ranking (never reported as results).
 pub const TUNING: &[&str] = &["26", "30"];
