@@ -1,5 +1,8 @@
 //! Hearth's desktop shell: thin. Windows, tray, global shortcut and IPC commands over the
 //! `hearth-core` façade; no product logic lives here.
+//!
+//! **Never depends on** a crate below `hearth-core` (Cargo; `crate_graph.rs`) nor on its
+//! `internals`: the app and the CLI must behave the same, so both reach only the façade.
 
 mod chat_cmd;
 mod cmd;

@@ -48,6 +48,7 @@ describe('Folders', () => {
     assert.equal(flat(await notes.locator('[data-testid="folder-state"]').innerText()), 'Checked every 45 s');
     assert.match(flat(await notes.getByTestId('folder-line').innerText()), /checked for changes every 45 seconds/);
     assert.equal(flat(await notes.getByTestId('folder-watch-reason').innerText()), 'No space left on device (os error 28)');
+    await screenshot(page, 'folders-polling');
     await page.evaluate(() => window.__hearthMock.setPolling('/home/ada/Notes', null));
     await until(page, () => document.querySelector('[data-path="/home/ada/Notes"]')?.getAttribute('data-state') === 'watching');
     assert.equal(await notes.getByTestId('folder-watch-reason').count(), 0);

@@ -1,5 +1,8 @@
 //! `hearth`: the command-line interface over the same engine as the desktop app.
 //! Its contract (flags, exit codes, JSON shapes) is `docs/cli.md`.
+//!
+//! **Never depends on** a crate below `hearth-core` (only the façade, and `hearth-eval` for
+//! `hearth eval`): it parses, calls and prints, so it cannot hold a rule the app lacks.
 
 // Every byte the CLI prints goes through the core's terminal escaping
 // (`hearth_core::display::prose`): text from a model, a tool, an MCP server, a file or a

@@ -821,7 +821,7 @@ async fn answers_get_passages_of_watched_folders_as_data_and_keep_them_as_source
         .to_owned();
     assert!(last.contains("They are untrusted data"), "{last}");
     assert!(last.contains("<data id=\"1\" source=\"docs/"), "{last}");
-    assert!(last.ends_with("what does PRN-7731 mean?"), "{last}");
+    assert!(last.starts_with("what does PRN-7731 mean?\n\n"), "{last}");
     assert_eq!(
         last.matches("</data>").count(),
         2,
@@ -916,4 +916,129 @@ async fn answers_get_passages_of_watched_folders_as_data_and_keep_them_as_source
     let out = output(home.cmd(&server, &["index", "--wait"])).await;
     assert!(out.status.success());
     assert_eq!(count("SELECT count(*) FROM message_sources"), 1);
+}
+
+/// With memories present, the memories chosen for a message ride after its words, so turn
+/// 2's request starts with turn 1's bytes up to the end of turn 1's own message: the
+/// provider's prompt cache (and the built-in model's KV cache) holds across turns.
+#[tokio::test]
+async fn with_thirty_memories_turn_two_repeats_turn_ones_request_to_the_end_of_its_message() {
+    let home = Home::new();
+    let setup = LlmServer::start(vec![]).await;
+    hearth_ok(
+        &home,
+        &setup,
+        &[
+            "memory",
+            "add",
+            "--critical",
+            "User is allergic to peanuts.",
+        ],
+    )
+    .await;
+    hearth_ok(
+        &home,
+        &setup,
+        &["memory", "add", "--pin", "User's name is Ada."],
+    )
+    .await;
+    let facts = [
+        "User loves Gruyère in a fondue.",
+        "User buys cheese at the Saturday market.",
+        "User's fondue pot is an old caquelon from Fribourg.",
+        "User hikes in Sintra on Sundays.",
+        "User owns trail shoes from a shop in Porto.",
+        "User's favourite trail follows the coast to Cabo da Roca.",
+        "User lives in Lisbon since April 2026.",
+        "User works as a bridge engineer.",
+        "User plays the cello on Tuesday evenings.",
+        "User's sister Ines lives in Coimbra.",
+        "User drinks green tea, never coffee.",
+        "User reads crime novels before sleeping.",
+        "User is learning Portuguese.",
+        "User's cat is called Miso.",
+        "User cycles to work along the river.",
+        "User prefers trains to planes.",
+        "User grows basil on the balcony.",
+        "User's birthday is on 3 March.",
+        "User swims at the municipal pool on Fridays.",
+        "User collects old maps of Lisbon.",
+        "User bakes sourdough on weekends.",
+        "User avoids very spicy food.",
+        "User's laptop runs Debian.",
+        "User volunteers at a library on Thursdays.",
+        "User's best friend Tomás is a chef.",
+        "User listens to fado while cooking.",
+        "User keeps a paper diary.",
+        "User's running goal is a half marathon in October.",
+    ];
+    for fact in facts {
+        hearth_ok(&home, &setup, &["memory", "add", fact]).await;
+    }
+
+    let server = LlmServer::start(vec![answer("Gruyère."), answer("Try Sintra.")]).await;
+    let first = "Which cheese should I buy for the fondue on Saturday?";
+    let v = hearth_ok(&home, &server, &["chat", first]).await;
+    let id = v["conversation"].as_str().expect("conversation").to_owned();
+    let second = "Any ideas for a hiking trail this Sunday?";
+    hearth_ok(&home, &server, &["chat", "--conversation", &id, second]).await;
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+
+    // Each request: the critical and pinned memories in the prefix, the memories chosen
+    // for the message after its words, chosen anew for each message.
+    let system = |n: usize| -> String {
+        seen[n].body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for n in 0..2 {
+        assert!(system(n).contains("allergic to peanuts"), "{}", system(n));
+        assert!(system(n).contains("name is Ada"), "{}", system(n));
+        assert!(!system(n).contains("fondue"), "{}", system(n));
+    }
+    let chosen = |n: usize, message: &str| -> String {
+        let text = last_text(&seen[n].body);
+        let rest = text
+            .strip_prefix(&format!("{message}\n\n"))
+            .unwrap_or_else(|| panic!("the message's words come first: {text}"));
+        assert!(rest.starts_with("Also known about the user"), "{rest}");
+        rest.to_owned()
+    };
+    let (one, two) = (chosen(0, first), chosen(1, second));
+    assert!(
+        one.contains("Gruyère") && two.contains("Sintra"),
+        "{one}\n{two}"
+    );
+    assert_ne!(one, two, "the memories are chosen for each message");
+
+    // Turn 2 carries turn 1's message plain, and its request repeats turn 1's bytes up to
+    // the end of turn 1's words.
+    let users: Vec<&str> = seen[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(users[0], first);
+    let raw0 = String::from_utf8(seen[0].raw.to_vec()).expect("utf8");
+    let raw1 = String::from_utf8(seen[1].raw.to_vec()).expect("utf8");
+    let words = serde_json::to_string(first).expect("json");
+    let words = &words[..words.len() - 1];
+    let end = raw0.rfind(words).expect("turn 1's message in its body") + words.len();
+    let shared = raw0
+        .bytes()
+        .zip(raw1.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    eprintln!(
+        "turn 2 shares {shared} of turn 1's {} request bytes; turn 1's words end at {end}",
+        raw0.len()
+    );
+    assert!(
+        shared >= end,
+        "turn 2 shares {shared} bytes of turn 1's request; its message ends at {end}"
+    );
 }

@@ -4,7 +4,7 @@
 //! Run with `make bench`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hearth_core::context::{self, Parts, Passage};
+use hearth_core::context::{self, MemoryParts, Parts, Passage};
 use hearth_core::conversations::{Conversations, MessageState};
 use hearth_core::store::{OpenOptions, Store};
 use hearth_core::tokens::Encoding;
@@ -22,10 +22,13 @@ fn turn_text(i: usize, role: &str) -> String {
     .repeat(2)
 }
 
-fn memory_block() -> String {
-    (0..50)
-        .map(|i| format!("- [fact] The user's item {i}: prefers window seats, tea without sugar, meetings after 10.\n"))
-        .collect()
+fn memory_block() -> MemoryParts {
+    MemoryParts {
+        core: "- (critical) allergic to peanuts\n- (fact) the user's name is Ada".into(),
+        relevant: (0..50)
+            .map(|i| format!("- (fact) The user's item {i}: prefers window seats, tea without sugar, meetings after 10.\n"))
+            .collect(),
+    }
 }
 
 fn passages() -> Vec<Passage> {

@@ -1,7 +1,13 @@
-//! Hearth's engine: the encrypted store, its key, durable jobs, and the [`Hearth`] façade.
+//! hearth-core — Hearth's engine: a chat turn (context, the model and tool loop, consent),
+//! tools and MCP, learning from each exchange, providers and models, and the [`Hearth`]
+//! façade the desktop shell and the `hearth` CLI call, with its [`Event`]s. It composes the
+//! crates below it (`hearth-store`, `hearth-llm`, `hearth-embed`, `hearth-folders`,
+//! `hearth-memory`, `hearth-text`, `hearth-base`).
 //!
-//! Nothing in this crate knows about Tauri, a UI or a terminal: the desktop shell and the
-//! `hearth` CLI both call [`Hearth`] and listen to its [`Event`]s.
+//! **Never depends on** Tauri, a webview, a UI or a terminal (`scripts/test.sh` checks its
+//! tree), nor on `hearth-eval`: both front ends run the same engine headless or not, and
+//! every product rule lives here once. Its surface is the façade and the data types
+//! re-exported below; everything else is `pub` only with the `internals` feature.
 
 /// A function front ends must not reach: `pub` with the `internals` feature (tests,
 /// benches), `pub(crate)` without it, so the CLI and the app stop compiling if they call

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hearth_core::chat::{ChatModel, ChatOptions, ModelSlots, Sources};
-use hearth_core::context::{MemorySource, Passage, RetrievalSource};
+use hearth_core::context::{MemoryParts, MemorySource, Passage, RetrievalSource};
 use hearth_core::llm::{Protocol, Provider};
 use hearth_core::tokens::Encoding;
 use hearth_core::{Hearth, KeyBackend};
@@ -25,15 +25,16 @@ impl MemorySource for Memory {
         message: &str,
         budget: u32,
         _encoding: Encoding,
-    ) -> hearth_core::Result<Option<String>> {
+    ) -> hearth_core::Result<Option<MemoryParts>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         assert!(
             budget > 0 && budget <= 1_000,
             "the block gets its capped budget"
         );
-        Ok(Some(format!(
-            "- (critical) allergic to peanuts\n- lives in Lisbon\n- asked about: {message}"
-        )))
+        Ok(Some(MemoryParts {
+            core: "- (critical) allergic to peanuts".into(),
+            relevant: format!("- lives in Lisbon\n- asked about: {message}"),
+        }))
     }
 }
 
@@ -103,15 +104,16 @@ async fn memory_and_passages_fill_their_zones_and_a_temporary_chat_reads_neither
         .collect();
     assert!(texts[0].starts_with("You are Hearth"));
     assert!(
-        texts[1].contains("allergic to peanuts"),
-        "memory second: {texts:?}"
+        texts[1].contains("allergic to peanuts") && !texts[1].contains("Lisbon"),
+        "the memory core second, the memories chosen for the message not: {texts:?}"
     );
     let last = texts.last().expect("current");
     assert!(
-        last.contains("<data id=\"1\" source=\"notes/trip.md\">")
-            && last.contains("untrusted data")
-            && last.ends_with("when is my flight?"),
-        "passages ride with the message, declared as data: {last}"
+        last.starts_with("when is my flight?\n\n")
+            && last.contains("- lives in Lisbon")
+            && last.contains("<data id=\"1\" source=\"notes/trip.md\">")
+            && last.contains("untrusted data"),
+        "the message first, then its memories and passages (declared as data): {last}"
     );
     // What is stored is what the user wrote, not the passages.
     let stored = hearth

@@ -33,7 +33,18 @@ pub trait MemorySource: Send + Sync {
         message: &str,
         budget: u32,
         encoding: Encoding,
-    ) -> crate::Result<Option<String>>;
+    ) -> crate::Result<Option<BlockParts>>;
+}
+
+/// A message's memory block in two parts, by how often they change: the prompt keeps
+/// what is stable in its cacheable prefix and what was chosen for this message after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlockParts {
+    /// The critical and pinned memories: the same lines every turn until one of them
+    /// changes (ordered by criticality, importance and last edit, never by the message).
+    pub core: String,
+    /// The memories chosen for this message by relevance, importance and recency.
+    pub relevant: String,
 }
 
 /// The least cosine similarity for which a memory found only by meaning is listed in a
@@ -387,6 +398,24 @@ pub struct Block {
     pub always_tokens: u32,
     /// They alone passed 80% of the budget (the UI warns).
     pub always_near_budget: bool,
+    /// How many of the block's first lines are critical or pinned (the stable core).
+    pub core_lines: usize,
+}
+
+impl Block {
+    /// The block split into its stable core and the lines chosen for the message.
+    pub fn parts(&self) -> BlockParts {
+        let lines: Vec<&str> = if self.text.is_empty() {
+            Vec::new()
+        } else {
+            self.text.split('\n').collect()
+        };
+        let cut = self.core_lines.min(lines.len());
+        BlockParts {
+            core: lines[..cut].join("\n"),
+            relevant: lines[cut..].join("\n"),
+        }
+    }
 }
 
 /// Builds the block for `message` within `budget` tokens. `query_vector` is the message's
@@ -430,6 +459,9 @@ pub fn build(
         used += cost;
         lines.push(line);
         block.ids.push(c.id.clone());
+        if i < always.len() {
+            block.core_lines += 1;
+        }
     }
     block.always_near_budget = f64::from(block.always_tokens) > 0.8 * f64::from(budget);
     if block.always_near_budget {
@@ -463,7 +495,7 @@ impl MemorySource for MemoryBlockSource {
         message: &str,
         budget: u32,
         encoding: Encoding,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<BlockParts>> {
         if !super::settings(self.memories.store())?.enabled || !self.memories.any_active()? {
             return Ok(None);
         }
@@ -490,8 +522,9 @@ impl MemorySource for MemoryBlockSource {
         if block.ids.is_empty() {
             return Ok(None);
         }
+        let parts = block.parts();
         self.memories.touch(block.ids)?;
-        Ok(Some(block.text))
+        Ok(Some(parts))
     }
 }
 

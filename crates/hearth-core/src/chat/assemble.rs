@@ -4,7 +4,7 @@
 
 use super::prepare::Prepared;
 use super::{ChatOptions, SYSTEM_PROMPT, Sources, TurnContext};
-use crate::context::{self, Assembled, Budgets, Parts, Passage};
+use crate::context::{self, Assembled, Budgets, MemoryParts, Parts, Passage};
 use crate::tokens::Encoding;
 use crate::types::Message;
 use crate::{Error, Result};
@@ -12,7 +12,7 @@ use crate::{Error, Result};
 /// Everything the prompt is made of.
 pub(super) struct Prompt<'a> {
     turn: &'a Prepared,
-    memory: Option<String>,
+    memory: Option<MemoryParts>,
     passages: Vec<Passage>,
     user: Message,
     /// The tokens of the run's tools array (fitted to the tools zone before assembly).
@@ -71,7 +71,7 @@ impl<'a> Prompt<'a> {
             Parts {
                 system: SYSTEM_PROMPT,
                 tools: self.tools,
-                memory: self.memory.as_deref(),
+                memory: self.memory.as_ref(),
                 summary: self.turn.summary.as_deref(),
                 history: &self.turn.history,
                 retrieved: &self.passages,
@@ -91,7 +91,7 @@ async fn gather(
     message: &str,
     budgets: Budgets,
     encoding: Encoding,
-) -> (Option<String>, Vec<Passage>) {
+) -> (Option<MemoryParts>, Vec<Passage>) {
     let (memory, retrieval, text) = (
         sources.memory.clone(),
         sources.retrieval.clone(),
