@@ -102,6 +102,13 @@ pub fn poll_every() -> Option<Duration> {
         .map(Duration::from_millis)
 }
 
+static FREE_BYTES: OnceLock<Option<u64>> = OnceLock::new();
+
+/// The free disk space a download sees, if `HEARTH_TEST_FREE_BYTES` sets it (read once).
+pub fn free_bytes() -> Option<u64> {
+    *FREE_BYTES.get_or_init(|| std::env::var("HEARTH_TEST_FREE_BYTES").ok()?.parse().ok())
+}
+
 static ALLOC_AT: OnceLock<Option<(String, usize)>> = OnceLock::new();
 
 /// Takes and touches that many MiB of memory, and keeps them until the process ends, if

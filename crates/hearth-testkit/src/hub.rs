@@ -3,12 +3,12 @@
 //! Only the pinned commit resolves.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -21,8 +21,11 @@ pub enum HubMode {
     Serve,
     /// Every `resolve` answers this status.
     Status(StatusCode),
-    /// Serves the small files, then breaks off model.safetensors halfway.
+    /// Serves the small files, then breaks off model.safetensors halfway the first time it
+    /// is asked for it whole (a request with a `Range` gets the rest).
     BreakWeights,
+    /// Every `resolve` redirects to another host (`downloads.elsewhere.invalid`).
+    RedirectAway,
     /// Serves a tokenizer.json with one byte changed (a tampered or moved release).
     TamperTokenizer,
     /// Streams config.json forever, with no length (a hostile or broken server).
@@ -34,6 +37,11 @@ struct Hub {
     files: Arc<HashMap<String, Bytes>>,
     mode: HubMode,
     requests: Arc<AtomicUsize>,
+    /// Bytes of model.safetensors sent so far.
+    weights_sent: Arc<AtomicUsize>,
+    /// The `Range` headers received, in order.
+    ranges: Arc<Mutex<Vec<String>>>,
+    broke: Arc<AtomicBool>,
 }
 
 /// The running hub; stops when dropped.
@@ -41,6 +49,8 @@ pub struct HubServer {
     /// What `HF_ENDPOINT` should be.
     pub endpoint: String,
     requests: Arc<AtomicUsize>,
+    weights_sent: Arc<AtomicUsize>,
+    ranges: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -73,8 +83,15 @@ impl HubServer {
             ),
             mode,
             requests: Arc::new(AtomicUsize::new(0)),
+            weights_sent: Arc::new(AtomicUsize::new(0)),
+            ranges: Arc::new(Mutex::new(Vec::new())),
+            broke: Arc::new(AtomicBool::new(false)),
         };
-        let requests = hub.requests.clone();
+        let (requests, weights_sent, ranges) = (
+            hub.requests.clone(),
+            hub.weights_sent.clone(),
+            hub.ranges.clone(),
+        );
         let app = axum::Router::new()
             .route(&format!("/{repo}/resolve/{commit}/{{file}}"), get(resolve))
             .route("/cdn/{file}", get(cdn))
@@ -83,6 +100,8 @@ impl HubServer {
         HubServer {
             endpoint: format!("http://{addr}"),
             requests,
+            weights_sent,
+            ranges,
             task,
         }
     }
@@ -90,6 +109,16 @@ impl HubServer {
     /// Requests so far (resolves and downloads).
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of model.safetensors the hub has sent so far.
+    pub fn weights_sent(&self) -> usize {
+        self.weights_sent.load(Ordering::SeqCst)
+    }
+
+    /// The `Range` headers the hub received, in order.
+    pub fn ranges(&self) -> Vec<String> {
+        self.ranges.lock().map(|r| r.clone()).unwrap_or_default()
     }
 }
 
@@ -101,10 +130,15 @@ async fn resolve(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Resp
     if !hub.files.contains_key(&file) {
         return StatusCode::NOT_FOUND.into_response();
     }
+    let location = if matches!(hub.mode, HubMode::RedirectAway) {
+        format!("http://downloads.elsewhere.invalid/cdn/{file}")
+    } else {
+        format!("/cdn/{file}")
+    };
     (
         StatusCode::FOUND,
         [
-            (header::LOCATION, format!("/cdn/{file}")),
+            (header::LOCATION, location),
             (
                 header::HeaderName::from_static("x-repo-commit"),
                 COMMIT.to_owned(),
@@ -114,11 +148,44 @@ async fn resolve(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Resp
         .into_response()
 }
 
-async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response {
+async fn cdn(
+    State(hub): State<Hub>,
+    UrlPath(file): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
     hub.requests.fetch_add(1, Ordering::SeqCst);
     let Some(bytes) = hub.files.get(&file).cloned() else {
         return StatusCode::NOT_FOUND.into_response();
     };
+    let weights = file == "model.safetensors";
+    // `Range: bytes=N-`, as a CDN answers it: 206 with the rest.
+    if let Some(range) = headers.get(header::RANGE).and_then(|v| v.to_str().ok()) {
+        if let Ok(mut r) = hub.ranges.lock() {
+            r.push(range.to_owned());
+        }
+        let from = range
+            .strip_prefix("bytes=")
+            .and_then(|r| r.strip_suffix('-'))
+            .and_then(|n| n.parse::<usize>().ok());
+        return match from {
+            Some(n) if n < bytes.len() => {
+                let rest = bytes.slice(n..);
+                if weights {
+                    hub.weights_sent.fetch_add(rest.len(), Ordering::SeqCst);
+                }
+                (
+                    StatusCode::PARTIAL_CONTENT,
+                    [(
+                        header::CONTENT_RANGE,
+                        format!("bytes {n}-{}/{}", bytes.len() - 1, bytes.len()),
+                    )],
+                    rest,
+                )
+                    .into_response()
+            }
+            _ => StatusCode::RANGE_NOT_SATISFIABLE.into_response(),
+        };
+    }
     if matches!(hub.mode, HubMode::TamperTokenizer) && file == "tokenizer.json" {
         let mut changed = bytes.to_vec();
         if let Some(b) = changed.last_mut() {
@@ -134,15 +201,22 @@ async fn cdn(State(hub): State<Hub>, UrlPath(file): UrlPath<String>) -> Response
             .body(Body::from_stream(endless))
             .expect("response");
     }
-    if matches!(hub.mode, HubMode::BreakWeights) && file == "model.safetensors" {
+    if matches!(hub.mode, HubMode::BreakWeights)
+        && weights
+        && !hub.broke.swap(true, Ordering::SeqCst)
+    {
         let total = bytes.len();
         let half = bytes.slice(..total / 2);
+        hub.weights_sent.fetch_add(half.len(), Ordering::SeqCst);
         let chunks: Vec<Result<Bytes, std::io::Error>> =
             vec![Ok(half), Err(std::io::Error::other("server went away"))];
         return Response::builder()
             .header(header::CONTENT_LENGTH, total)
             .body(Body::from_stream(futures_util::stream::iter(chunks)))
             .expect("response");
+    }
+    if weights {
+        hub.weights_sent.fetch_add(bytes.len(), Ordering::SeqCst);
     }
     bytes.into_response()
 }
