@@ -81,22 +81,7 @@ impl Action {
     /// an action that runs a child process (`read_file` on a PDF) kills it when it fires.
     pub fn execute(&self, env: &Env, cancel: &tokio_util::sync::CancellationToken) -> Output {
         let folders = env.folders.as_slice();
-        let fail = |text: String| Output {
-            text,
-            ok: false,
-            untrusted: false,
-            trash_failed: None,
-            memory: None,
-            transient: false,
-        };
-        let done = |text: String| Output {
-            text,
-            ok: true,
-            untrusted: false,
-            trash_failed: None,
-            memory: None,
-            transient: false,
-        };
+        let (fail, done) = (Output::failed, Output::done);
         let recheck = match self {
             Action::CurrentTime | Action::Search(..) | Action::Remember(_) | Action::Forget(_) => {
                 Ok(())
@@ -124,39 +109,18 @@ impl Action {
         match self {
             Action::CurrentTime => {
                 let now = jiff::Zoned::now();
-                Output {
-                    text: format!(
-                        "{} ({})",
-                        now.strftime("%A %Y-%m-%d %H:%M:%S %:z"),
-                        now.time_zone().iana_name().unwrap_or("local time")
-                    ),
-                    ok: true,
-                    untrusted: false,
-                    trash_failed: None,
-                    memory: None,
-                    transient: false,
-                }
+                done(format!(
+                    "{} ({})",
+                    now.strftime("%A %Y-%m-%d %H:%M:%S %:z"),
+                    now.time_zone().iana_name().unwrap_or("local time")
+                ))
             }
             Action::List(r) => match list(&r.folder, &r.path) {
-                Ok(text) => Output {
-                    text,
-                    ok: true,
-                    untrusted: true,
-                    trash_failed: None,
-                    memory: None,
-                    transient: false,
-                },
+                Ok(text) => Output::outside(text),
                 Err(e) => fail(format!("could not list {}: {e}", r.path.display())),
             },
             Action::Read(r) => match read_any(&r.path, env, cancel) {
-                Ok(text) => Output {
-                    text,
-                    ok: true,
-                    untrusted: true,
-                    trash_failed: None,
-                    memory: None,
-                    transient: false,
-                },
+                Ok(text) => Output::outside(text),
                 Err(e) => fail(e),
             },
             Action::Create(r, content) => {
@@ -189,20 +153,15 @@ impl Action {
                     Ok(passages) if passages.is_empty() => {
                         done(format!("Nothing in the watched folders matches “{query}”."))
                     }
-                    Ok(passages) => Output {
-                        text: passages
+                    Ok(passages) => Output::outside(
+                        passages
                             .iter()
                             .take(*limit)
                             .enumerate()
                             .map(|(i, p)| format!("[{}] {}\n{}", i + 1, p.source, p.text))
                             .collect::<Vec<_>>()
                             .join("\n\n"),
-                        ok: true,
-                        untrusted: true,
-                        trash_failed: None,
-                        memory: None,
-                        transient: false,
-                    },
+                    ),
                     Err(e) => fail(format!("the search failed: {e}")),
                 }
             }
@@ -210,12 +169,8 @@ impl Action {
                 let memories = crate::memory::Memories::new(env.store.clone());
                 match memories.add(new.clone(), crate::memory::Actor::Assistant) {
                     Ok(m) => Output {
-                        text: format!("remembered ({}): {}", m.id, m.text),
-                        ok: true,
-                        untrusted: false,
-                        trash_failed: None,
-                        memory: Some(m.id),
-                        transient: false,
+                        memory: Some(m.id.clone()),
+                        ..done(format!("remembered ({}): {}", m.id, m.text))
                     },
                     Err(e) => fail(format!("could not remember it: {e}")),
                 }
@@ -264,15 +219,11 @@ impl Action {
                 // Never a silent hard delete: the file stays, and the user is asked again
                 // whether to delete it permanently.
                 Err(e) => Output {
-                    text: format!(
+                    trash_failed: Some(Action::DeletePermanently(r.clone(), files.clone())),
+                    ..fail(format!(
                         "could not move {} to the trash ({e}); nothing was deleted",
                         r.path.display()
-                    ),
-                    ok: false,
-                    untrusted: false,
-                    trash_failed: Some(Action::DeletePermanently(r.clone(), files.clone())),
-                    memory: None,
-                    transient: false,
+                    ))
                 },
             },
             Action::DeletePermanently(r, _) => {

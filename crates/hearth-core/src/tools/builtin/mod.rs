@@ -169,6 +169,37 @@ pub struct Output {
     pub transient: bool,
 }
 
+impl Output {
+    /// A call that did what it was asked; `text` is Hearth's own words.
+    pub fn done(text: String) -> Self {
+        Output {
+            text,
+            ok: true,
+            untrusted: false,
+            trash_failed: None,
+            memory: None,
+            transient: false,
+        }
+    }
+
+    /// A call that did what it was asked and returns text from outside (a file, a
+    /// listing, passages): it escalates later writes and reaches the model as data.
+    pub fn outside(text: String) -> Self {
+        Output {
+            untrusted: true,
+            ..Output::done(text)
+        }
+    }
+
+    /// A call that failed; `text` says why.
+    pub fn failed(text: String) -> Self {
+        Output {
+            ok: false,
+            ..Output::done(text)
+        }
+    }
+}
+
 impl BuiltIn {
     pub fn from_name(name: &str) -> Option<BuiltIn> {
         ALL.iter().copied().find(|t| t.name() == name)

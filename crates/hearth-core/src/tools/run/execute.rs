@@ -39,13 +39,11 @@ pub(super) async fn execute(
                     let call = x.call(ready.arguments.clone());
                     Box::pin(async move {
                         let out = call.await;
+                        // What an external tool says is outside text, whatever it claims.
                         Some(Output {
-                            text: out.text,
                             ok: out.ok,
-                            untrusted: true,
-                            trash_failed: None,
-                            memory: None,
                             transient: out.transient,
+                            ..Output::outside(out.text)
                         })
                     })
                 }
