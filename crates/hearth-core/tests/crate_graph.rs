@@ -13,6 +13,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("crates/hearth-text", &[]),
     ("crates/hearth-store", &["hearth-base"]),
     ("crates/hearth-llm", &["hearth-base"]),
+    // The built-in model's worker: a process of its own, with no Hearth crate at all (it
+    // holds no key and opens no database), and nothing links it.
+    ("crates/hearth-llama", &[]),
     ("crates/hearth-embed", &["hearth-base", "hearth-llm"]),
     (
         "crates/hearth-folders",

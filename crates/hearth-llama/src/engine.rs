@@ -1,0 +1,461 @@
+//! The model, its context and the decoding loop, on one thread that owns them (a llama.cpp
+//! context is not shared between threads). Requests arrive on a channel and run one at a
+//! time; pieces of text go back on each request's own channel, and a request whose channel
+//! is gone (the client hung up, or the user pressed Stop) ends at the next token.
+//!
+//! **Prefix reuse.** The context holds a few sequences ("slots") in one unified KV cache.
+//! Each slot remembers the tokens its cache holds; a prompt goes to the slot whose tokens
+//! share the longest prefix with it (an empty or least recently used slot when none
+//! does), the cache past that prefix is dropped, and only the rest is evaluated. A
+//! conversation's next turn therefore reuses its system prompt, tools, stable memories and
+//! history, and an extraction call in between lands in another slot instead of evicting
+//! it. The reused count is reported as cached prompt tokens.
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use llama_cpp_2::DecodeError;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
+
+/// How the worker was asked to run.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub model: PathBuf,
+    /// The context window in tokens; `None` takes the model's trained length, capped at
+    /// [`DEFAULT_MAX_CTX`].
+    pub n_ctx: Option<u32>,
+    pub threads: Option<i32>,
+    /// Sequences kept in the cache (conversations, extraction).
+    pub slots: u32,
+    /// End-of-generation tokens are suppressed until this many tokens are out (tests use
+    /// it to keep a tiny model talking).
+    pub min_tokens: u32,
+}
+
+/// The window taken when neither the caller nor memory asks for less.
+pub const DEFAULT_MAX_CTX: u32 = 8192;
+
+/// What the loaded model is.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    pub n_ctx: u32,
+    pub n_ctx_train: u32,
+    pub template: Option<String>,
+    pub bos: String,
+    pub eos: String,
+    pub architecture: String,
+}
+
+/// One generation.
+pub struct Job {
+    pub prompt: String,
+    pub max_tokens: u32,
+    /// 0 samples greedily.
+    pub temperature: f32,
+    /// A GBNF grammar the answer must follow (JSON output).
+    pub grammar: Option<String>,
+    pub out: tokio::sync::mpsc::Sender<Piece>,
+}
+
+/// What a generation sends back.
+#[derive(Debug)]
+pub enum Piece {
+    Text(String),
+    Done(Finish),
+    Failed(String),
+}
+
+/// How a generation ended, with its token counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Finish {
+    /// `stop`, `length` or `cancelled`.
+    pub reason: &'static str,
+    pub prompt_tokens: u32,
+    pub cached_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+/// A request to the engine thread.
+pub enum Request {
+    Generate(Job),
+    /// Token counts of each text in the model's own tokenizer.
+    Count {
+        texts: Vec<String>,
+        reply: tokio::sync::oneshot::Sender<Vec<u32>>,
+    },
+}
+
+/// Why the engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("llama.cpp could not start: {0}")]
+    Backend(String),
+    #[error("the model could not be loaded: {0}")]
+    Load(String),
+    #[error(
+        "the model's context could not be created (too little memory for {n_ctx} tokens?): {detail}"
+    )]
+    Context { n_ctx: u32, detail: String },
+}
+
+/// Starts the engine thread: loads the model, creates the context, and answers `requests`
+/// until the channel closes. Returns once the model is loaded (or failed to).
+pub fn start(
+    config: EngineConfig,
+    requests: mpsc::Receiver<Request>,
+) -> Result<(ModelInfo, std::thread::JoinHandle<()>), StartError> {
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    let handle = std::thread::Builder::new()
+        .name("llama-engine".into())
+        .spawn(move || run(config, requests, ready_tx))
+        .map_err(|e| StartError::Backend(e.to_string()))?;
+    match ready_rx.recv() {
+        Ok(Ok(info)) => Ok((info, handle)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(StartError::Backend("the engine thread ended".into())),
+    }
+}
+
+fn run(
+    config: EngineConfig,
+    requests: mpsc::Receiver<Request>,
+    ready: mpsc::SyncSender<Result<ModelInfo, StartError>>,
+) {
+    let mut backend = match LlamaBackend::init() {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = ready.send(Err(StartError::Backend(e.to_string())));
+            return;
+        }
+    };
+    if std::env::var_os("HEARTH_LLAMA_LOG").is_none() {
+        backend.void_logs();
+    }
+    let model =
+        match LlamaModel::load_from_file(&backend, &config.model, &LlamaModelParams::default()) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = ready.send(Err(StartError::Load(e.to_string())));
+                return;
+            }
+        };
+    let n_ctx_train = model.n_ctx_train().max(1);
+    let n_ctx = config
+        .n_ctx
+        .unwrap_or(DEFAULT_MAX_CTX)
+        .clamp(256, n_ctx_train.max(256));
+    let slots = config.slots.clamp(1, 8);
+    let threads = config.threads.unwrap_or_else(default_threads);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_batch(512)
+        .with_n_seq_max(slots)
+        .with_kv_unified(true)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads);
+    let mut ctx = match model.new_context(&backend, params) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = ready.send(Err(StartError::Context {
+                n_ctx,
+                detail: e.to_string(),
+            }));
+            return;
+        }
+    };
+    let vocab = model.vocab();
+    let piece =
+        |t: LlamaToken| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
+    let info = ModelInfo {
+        n_ctx,
+        n_ctx_train,
+        template: model
+            .chat_template(None)
+            .ok()
+            .and_then(|t| t.to_string().ok()),
+        bos: piece(vocab.bos()),
+        eos: piece(vocab.eos()),
+        architecture: model
+            .meta_val_str("general.architecture")
+            .unwrap_or_default(),
+    };
+    if ready.send(Ok(info)).is_err() {
+        return;
+    }
+    let mut engine = Engine {
+        model: &model,
+        ctx: &mut ctx,
+        slots: (0..slots).map(|_| Slot::default()).collect(),
+        clock: 0,
+        min_tokens: config.min_tokens,
+        n_ctx,
+    };
+    while let Ok(request) = requests.recv() {
+        match request {
+            Request::Count { texts, reply } => {
+                let counts = texts
+                    .iter()
+                    .map(|t| {
+                        engine
+                            .tokenize(t, false)
+                            .len()
+                            .try_into()
+                            .unwrap_or(u32::MAX)
+                    })
+                    .collect();
+                let _ = reply.send(counts);
+            }
+            // The client left while the job waited: nothing to do.
+            Request::Generate(job) if job.out.is_closed() => {}
+            Request::Generate(job) => {
+                let out = job.out.clone();
+                let end = match engine.generate(job) {
+                    Ok(finish) => Piece::Done(finish),
+                    Err(e) => Piece::Failed(e),
+                };
+                let _ = out.blocking_send(end);
+            }
+        }
+    }
+}
+
+/// Threads for decoding: the physical cores, at most 8, leaving one for the app on small
+/// machines.
+fn default_threads() -> i32 {
+    let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let n = if n > 4 { n - 1 } else { n };
+    i32::try_from(n.min(8)).unwrap_or(4)
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The tokens whose keys and values the cache holds for this sequence, in order.
+    tokens: Vec<LlamaToken>,
+    last_used: u64,
+}
+
+struct Engine<'m, 'c> {
+    model: &'m LlamaModel,
+    ctx: &'c mut LlamaContext<'m>,
+    slots: Vec<Slot>,
+    clock: u64,
+    min_tokens: u32,
+    n_ctx: u32,
+}
+
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl Engine<'_, '_> {
+    fn tokenize(&self, text: &str, whole_prompt: bool) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let bos_text =
+            String::from_utf8_lossy(&vocab.token_to_piece(vocab.bos(), true, None)).into_owned();
+        let add_bos = whole_prompt
+            && vocab.should_add_bos()
+            && !(bos_text.is_empty() || text.starts_with(&bos_text));
+        vocab.tokenize(text.as_bytes(), add_bos, whole_prompt)
+    }
+
+    /// The slot for `prompt`: the longest shared prefix, else the least recently used.
+    fn choose_slot(&self, prompt: &[LlamaToken]) -> (usize, usize) {
+        let best = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, common_prefix(&s.tokens, prompt)))
+            .max_by_key(|&(i, n)| (n, std::cmp::Reverse(self.slots[i].last_used)));
+        match best {
+            Some((i, n)) if n > 0 => (i, n),
+            _ => {
+                let lru = self
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, s)| (!s.tokens.is_empty(), s.last_used))
+                    .map_or(0, |(i, _)| i);
+                (lru, 0)
+            }
+        }
+    }
+
+    fn seq(i: usize) -> i32 {
+        i32::try_from(i).unwrap_or(0)
+    }
+
+    /// Drops the cache of slot `i` from token `from` on.
+    fn truncate(&mut self, i: usize, from: usize) {
+        let seq = Self::seq(i);
+        let from_u = u32::try_from(from).unwrap_or(u32::MAX);
+        let _ = self
+            .ctx
+            .clear_kv_cache_seq(u32::try_from(seq).ok(), Some(from_u), None);
+        self.slots[i].tokens.truncate(from);
+    }
+
+    /// Frees the cache of the least recently used slot other than `keep` that holds
+    /// anything; false when there is none.
+    fn evict_other(&mut self, keep: usize) -> bool {
+        let victim = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| *i != keep && !s.tokens.is_empty())
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(i, _)| i);
+        match victim {
+            Some(v) => {
+                self.truncate(v, 0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Decodes `tokens` into slot `i` starting at its current length, asking for logits
+    /// of the last one. Makes room by evicting other slots when the cache is full.
+    fn feed(&mut self, i: usize, tokens: &[LlamaToken]) -> Result<(), String> {
+        let n_batch = usize::try_from(self.ctx.n_batch()).unwrap_or(512).max(1);
+        let seq = Self::seq(i);
+        for (c, chunk) in tokens.chunks(n_batch).enumerate() {
+            let last_chunk = (c + 1) * n_batch >= tokens.len();
+            loop {
+                let start = self.slots[i].tokens.len();
+                let mut batch = LlamaBatch::new(chunk.len(), 1);
+                for (k, &t) in chunk.iter().enumerate() {
+                    let pos = i32::try_from(start + k).map_err(|e| e.to_string())?;
+                    batch
+                        .add(t, pos, &[seq], last_chunk && k + 1 == chunk.len())
+                        .map_err(|e| e.to_string())?;
+                }
+                match self.ctx.decode(&mut batch) {
+                    Ok(()) => {
+                        self.slots[i].tokens.extend_from_slice(chunk);
+                        break;
+                    }
+                    Err(DecodeError::NoKvCacheSlot) if self.evict_other(i) => continue,
+                    Err(e) => {
+                        // What was decoded of this chunk is unknown: forget the slot.
+                        self.truncate(i, 0);
+                        return Err(format!("llama.cpp could not evaluate the prompt: {e}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn generate(&mut self, job: Job) -> Result<Finish, String> {
+        let prompt = self.tokenize(&job.prompt, true);
+        let prompt_len = prompt.len();
+        let window = usize::try_from(self.n_ctx).unwrap_or(usize::MAX);
+        if prompt_len == 0 {
+            return Err("the prompt is empty".into());
+        }
+        if prompt_len + 1 >= window {
+            return Err(format!(
+                "the prompt has {prompt_len} tokens and the context window holds {window}"
+            ));
+        }
+        self.clock += 1;
+        let (i, shared) = self.choose_slot(&prompt);
+        // At least the last prompt token is evaluated again, for its logits.
+        let keep = shared.min(prompt_len - 1);
+        self.truncate(i, keep);
+        self.slots[i].last_used = self.clock;
+        self.feed(i, &prompt[keep..])?;
+
+        let vocab = self.model.vocab();
+        let mut sampler = self.sampler(&job, false)?;
+        let mut early = if self.min_tokens > 0 {
+            Some(self.sampler(&job, true)?)
+        } else {
+            None
+        };
+        let mut decoder = encoding_rs::UTF_8.new_decoder();
+        let mut produced: u32 = 0;
+        let mut reason = "length";
+        let room = window.saturating_sub(prompt_len + 1);
+        let limit = job.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
+        while produced < limit {
+            let token = match early.as_mut() {
+                Some(e) if produced < self.min_tokens => {
+                    let t = e.sample(self.ctx, -1);
+                    // The answer's sampler follows the same tokens (a grammar's state).
+                    sampler.accept(t);
+                    t
+                }
+                _ => sampler.sample(self.ctx, -1),
+            };
+            if vocab.is_eog(token) {
+                reason = "stop";
+                break;
+            }
+            produced += 1;
+            let bytes = vocab.token_to_piece(token, false, None);
+            let mut text = String::with_capacity(bytes.len() + 4);
+            let _ = decoder.decode_to_string(&bytes, &mut text, false);
+            if !text.is_empty() && job.out.blocking_send(Piece::Text(text)).is_err() {
+                reason = "cancelled";
+                break;
+            }
+            if produced >= limit {
+                break;
+            }
+            self.feed(i, &[token])?;
+        }
+        Ok(Finish {
+            reason,
+            prompt_tokens: u32::try_from(prompt_len).unwrap_or(u32::MAX),
+            cached_tokens: u32::try_from(keep).unwrap_or(u32::MAX),
+            completion_tokens: produced,
+        })
+    }
+
+    /// The sampler chain for `job`; `suppress_end` bans end-of-generation tokens.
+    fn sampler(&self, job: &Job, suppress_end: bool) -> Result<LlamaSampler, String> {
+        let mut chain = Vec::new();
+        if suppress_end {
+            let vocab = self.model.vocab();
+            let ends: Vec<LlamaLogitBias> = vocab
+                .tokens()
+                .filter(|&t| vocab.is_eog(t))
+                .map(|t| LlamaLogitBias::new(t, f32::NEG_INFINITY))
+                .collect();
+            chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), &ends));
+        }
+        if let Some(g) = &job.grammar {
+            chain.push(
+                LlamaSampler::grammar(self.model, g, "root")
+                    .map_err(|e| format!("the JSON grammar was refused: {e}"))?,
+            );
+        }
+        if job.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            chain.push(LlamaSampler::top_k(40));
+            chain.push(LlamaSampler::top_p(0.95, 1));
+            chain.push(LlamaSampler::min_p(0.05, 1));
+            chain.push(LlamaSampler::temp(job.temperature));
+            chain.push(LlamaSampler::dist(rand_seed()));
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+}
+
+fn rand_seed() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    nanos ^ std::process::id()
+}

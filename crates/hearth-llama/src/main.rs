@@ -1,0 +1,180 @@
+//! `hearth-llama-worker`: loads one GGUF model and serves it on 127.0.0.1 until its parent
+//! goes. Started by the engine (never by people), with:
+//!
+//! ```text
+//! hearth-llama-worker --model PATH --name NAME [--ctx N] [--threads N] [--slots N]
+//! ```
+//!
+//! The parent writes the bearer token as the first line of stdin and keeps stdin open:
+//! stdin's end (the parent exited or was killed) ends the worker, and on Linux so does the
+//! parent's death (`PR_SET_PDEATHSIG`). Once the model is loaded the worker prints one JSON
+//! line on stdout — `{"port":…,"n_ctx":…,"n_ctx_train":…,"architecture":…}` — or
+//! `{"error":…}` and exits 3 when the model cannot load.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, mpsc};
+
+use clap::Parser;
+use zeroize::Zeroizing;
+
+use hearth_llama::engine::{self, EngineConfig};
+use hearth_llama::server::{Shared, router};
+use hearth_llama::template::{CHATML, ChatTemplate};
+
+#[derive(Parser)]
+#[command(
+    name = "hearth-llama-worker",
+    version,
+    about = "Hearth's built-in model worker (started by Hearth)"
+)]
+struct Args {
+    /// The GGUF file.
+    #[arg(long)]
+    model: PathBuf,
+    /// The name the API reports.
+    #[arg(long, default_value = "builtin")]
+    name: String,
+    /// Context window in tokens (default: the model's trained length, at most 8192).
+    #[arg(long)]
+    ctx: Option<u32>,
+    /// Decoding threads (default: the cores, at most 8).
+    #[arg(long)]
+    threads: Option<i32>,
+    /// Conversations whose prompt cache is kept.
+    #[arg(long, default_value_t = 4)]
+    slots: u32,
+    /// Suppress the end of generation until this many tokens (tests).
+    #[arg(long, default_value_t = 0)]
+    min_tokens: u32,
+}
+
+fn say(v: &serde_json::Value) {
+    println!("{v}");
+}
+
+fn main() {
+    die_with_parent();
+    let args = Args::parse();
+    // The token: the first line of stdin, never argv or the environment.
+    let mut line = Zeroizing::new(String::new());
+    let read = {
+        // Unbuffered, byte by byte up to the newline: nothing after it is read here.
+        let mut raw = std::io::stdin().lock();
+        let mut byte = [0u8; 1];
+        let mut bytes = Vec::new();
+        let result = loop {
+            match raw.read(&mut byte) {
+                Ok(1) if byte[0] != b'\n' && bytes.len() < 1024 => bytes.push(byte[0]),
+                Ok(_) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        line.push_str(&String::from_utf8_lossy(&bytes));
+        zeroize::Zeroize::zeroize(&mut bytes);
+        result
+    };
+    let token = Zeroizing::new(line.trim().to_owned());
+    if read.is_err() || token.len() < 32 {
+        say(&serde_json::json!({"error": "no token on stdin"}));
+        std::process::exit(2);
+    }
+    // The parent holds stdin open for the worker's whole life: its end is the parent's.
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 256];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        std::process::exit(0);
+    });
+
+    let (tx, rx) = mpsc::channel();
+    let config = EngineConfig {
+        model: args.model,
+        n_ctx: args.ctx,
+        threads: args.threads,
+        slots: args.slots,
+        min_tokens: args.min_tokens,
+    };
+    let info = match engine::start(config, rx) {
+        Ok((info, _thread)) => info,
+        Err(e) => {
+            say(&serde_json::json!({"error": e.to_string()}));
+            std::process::exit(3);
+        }
+    };
+    let template = match ChatTemplate::new(
+        info.template.as_deref().unwrap_or(CHATML),
+        &info.bos,
+        &info.eos,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            say(&serde_json::json!({"error": e.to_string()}));
+            std::process::exit(3);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            say(&serde_json::json!({"error": e.to_string()}));
+            std::process::exit(2);
+        }
+    };
+    let ready = serde_json::json!({
+        "n_ctx": info.n_ctx,
+        "n_ctx_train": info.n_ctx_train,
+        "architecture": info.architecture,
+    });
+    let shared = Arc::new(Shared {
+        token,
+        name: args.name,
+        info,
+        template,
+        engine: Mutex::new(tx),
+    });
+    let code = runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", 0)).await {
+            Ok(l) => l,
+            Err(e) => {
+                say(&serde_json::json!({"error": format!("cannot listen on loopback: {e}")}));
+                return 2;
+            }
+        };
+        let port = listener.local_addr().map_or(0, |a| a.port());
+        let mut ready = ready;
+        ready["port"] = serde_json::json!(port);
+        say(&ready);
+        match axum::serve(listener, router(shared)).await {
+            Ok(()) => 0,
+            Err(_) => 2,
+        }
+    });
+    std::process::exit(code);
+}
+
+/// On Linux, the kernel kills the worker when the thread that started it dies; the parent
+/// starts workers from one long-lived thread for this reason. Elsewhere stdin's end is the
+/// signal (and on Windows the parent's Job Object).
+fn die_with_parent() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and has no memory effects.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
+        // The parent may have died before the call: then we were re-parented already.
+        if let Some(expected) = std::env::var("HEARTH_PARENT_PID")
+            .ok()
+            .and_then(|p| p.parse::<i32>().ok())
+        {
+            // SAFETY: getppid has no preconditions.
+            if unsafe { libc::getppid() } != expected {
+                std::process::exit(0);
+            }
+        }
+    }
+}
