@@ -121,6 +121,11 @@ pub enum Error {
     #[error("{0}")]
     Busy(String),
 
+    /// The built-in model cannot be used: not a model file, cut short, an architecture the
+    /// engine cannot run, too large for this computer, or its engine is missing.
+    #[error("{0}")]
+    LocalModel(String),
+
     /// A job's lease ran out and another worker took the job over: this worker's result
     /// is not applied.
     #[error("the job was taken over by another worker")]
@@ -152,6 +157,7 @@ impl Error {
             Error::McpStart { .. } => "mcp_start_failed",
             Error::NotConfirmed(_) => "confirmation_required",
             Error::Busy(_) => "busy",
+            Error::LocalModel(_) => "local_model",
         }
     }
 

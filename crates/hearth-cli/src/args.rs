@@ -79,6 +79,15 @@ pub enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+    /// The built-in model: GGUF files Hearth runs on this computer (llama.cpp in a worker
+    /// process), so it answers with no other program and nothing leaving the computer.
+    ///
+    /// With no provider configured, `hearth chat` uses the built-in model. A file added
+    /// with `add` stays where it is; Hearth never moves or deletes it.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
     /// List and inspect conversations.
     Conversations {
         #[command(subcommand)]
@@ -514,6 +523,34 @@ pub enum KeyCommand {
     ///
     /// The key is checked against the database before it is stored.
     Import,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Installed models: size, the memory each needs here, its context, whether it fits,
+    /// and which one the chat uses.
+    List,
+    /// Add a GGUF model file you have, in place. Its header is checked first (a GGUF of
+    /// an architecture llama.cpp runs, not cut short) and it must fit this computer's
+    /// memory; exit 1 with the reason otherwise. The first model added answers chats.
+    Add {
+        /// The .gguf file.
+        path: std::path::PathBuf,
+        /// The name to use (default: the file's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Forget a model. A downloaded model's file is deleted; a file you added stays.
+    Remove { name: String },
+    /// Make a model the one the chat uses (or, with --fast, the one background work uses).
+    Use {
+        name: String,
+        #[arg(long)]
+        fast: bool,
+    },
+    /// The engine: whether its worker runs (in this process), the model loaded, its
+    /// memory, and the models chosen.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

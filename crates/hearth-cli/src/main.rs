@@ -40,6 +40,7 @@ mod folders;
 mod key;
 mod mcp;
 mod memory;
+mod model;
 mod output;
 mod providers;
 mod secrets;
@@ -113,6 +114,7 @@ fn main() -> ExitCode {
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),
         Command::Embedding { command } => embedding::run(&out, command),
+        Command::Model { command } => model::run(&out, command),
         Command::Folders { command } => folders::run(&out, command),
         Command::Tools { command } => tools::run(&out, command),
         Command::Mcp { command } => mcp::run(&out, command),

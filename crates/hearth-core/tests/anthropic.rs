@@ -18,6 +18,7 @@ fn provider(server: &LlmServer) -> Provider {
         protocol: Protocol::Anthropic,
         base_url: server.base_url.clone(),
         api_key: Some(Zeroizing::new("sk-ant-test".into())),
+        launch: None,
     }
 }
 

@@ -761,6 +761,7 @@ fn api_provider(base_url: String) -> Provider {
         protocol: Protocol::OpenAiCompatible,
         base_url,
         api_key: Some(Zeroizing::new("sk-test-123".into())),
+        launch: None,
     }
 }
 

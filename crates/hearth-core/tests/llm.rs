@@ -20,6 +20,7 @@ fn provider(server: &LlmServer) -> Provider {
         protocol: Protocol::OpenAiCompatible,
         base_url: server.base_url.clone(),
         api_key: Some(Zeroizing::new("sk-test-123".into())),
+        launch: None,
     }
 }
 

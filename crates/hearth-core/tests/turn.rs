@@ -23,6 +23,7 @@ fn slots(server: &LlmServer) -> ModelSlots {
             protocol: Protocol::OpenAiCompatible,
             base_url: server.base_url.clone(),
             api_key: None,
+            launch: None,
         },
         model: "gpt-4o-mini".into(),
         context_window: None,

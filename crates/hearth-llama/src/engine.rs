@@ -44,6 +44,45 @@ pub struct EngineConfig {
 /// The window taken when neither the caller nor memory asks for less.
 pub const DEFAULT_MAX_CTX: u32 = 8192;
 
+/// When the engine last worked, and whether it works now: the worker unloads itself
+/// (exits) after a while without work.
+#[derive(Debug)]
+pub struct Activity {
+    start: std::time::Instant,
+    last_ms: std::sync::atomic::AtomicU64,
+    busy: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self {
+            start: std::time::Instant::now(),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+            busy: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Activity {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+    fn set_busy(&self, busy: bool) {
+        use std::sync::atomic::Ordering;
+        self.last_ms.store(self.now_ms(), Ordering::Relaxed);
+        self.busy.store(busy, Ordering::Relaxed);
+    }
+    /// How long the engine has been without work (zero while it works).
+    pub fn idle_for(&self) -> std::time::Duration {
+        use std::sync::atomic::Ordering;
+        if self.busy.load(Ordering::Relaxed) {
+            return std::time::Duration::ZERO;
+        }
+        let last = self.last_ms.load(Ordering::Relaxed);
+        std::time::Duration::from_millis(self.now_ms().saturating_sub(last))
+    }
+}
+
 /// What the loaded model is.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {
@@ -112,11 +151,12 @@ pub enum StartError {
 pub fn start(
     config: EngineConfig,
     requests: mpsc::Receiver<Request>,
+    activity: std::sync::Arc<Activity>,
 ) -> Result<(ModelInfo, std::thread::JoinHandle<()>), StartError> {
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let handle = std::thread::Builder::new()
         .name("llama-engine".into())
-        .spawn(move || run(config, requests, ready_tx))
+        .spawn(move || run(config, requests, ready_tx, &activity))
         .map_err(|e| StartError::Backend(e.to_string()))?;
     match ready_rx.recv() {
         Ok(Ok(info)) => Ok((info, handle)),
@@ -129,6 +169,7 @@ fn run(
     config: EngineConfig,
     requests: mpsc::Receiver<Request>,
     ready: mpsc::SyncSender<Result<ModelInfo, StartError>>,
+    activity: &Activity,
 ) {
     let mut backend = match LlamaBackend::init() {
         Ok(b) => b,
@@ -199,7 +240,9 @@ fn run(
         min_tokens: config.min_tokens,
         n_ctx,
     };
+    activity.set_busy(false);
     while let Ok(request) = requests.recv() {
+        activity.set_busy(true);
         match request {
             Request::Count { texts, reply } => {
                 let counts = texts
@@ -225,6 +268,7 @@ fn run(
                 let _ = out.blocking_send(end);
             }
         }
+        activity.set_busy(false);
     }
 }
 

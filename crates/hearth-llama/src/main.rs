@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! hearth-llama-worker --model PATH --name NAME [--ctx N] [--threads N] [--slots N]
+//!                     [--idle-exit SECONDS]
 //! ```
 //!
 //! The parent writes the bearer token as the first line of stdin and keeps stdin open:
@@ -44,6 +45,10 @@ struct Args {
     /// Conversations whose prompt cache is kept.
     #[arg(long, default_value_t = 4)]
     slots: u32,
+    /// Exit after this many seconds without a request (the model's memory is freed; the
+    /// parent starts the worker again when needed). 0 never.
+    #[arg(long, default_value_t = 600)]
+    idle_exit: u64,
     /// Suppress the end of generation until this many tokens (tests).
     #[arg(long, default_value_t = 0)]
     min_tokens: u32,
@@ -95,7 +100,8 @@ fn main() {
         slots: args.slots,
         min_tokens: args.min_tokens,
     };
-    let info = match engine::start(config, rx) {
+    let activity = Arc::new(engine::Activity::default());
+    let info = match engine::start(config, rx, activity.clone()) {
         Ok((info, _thread)) => info,
         Err(e) => {
             say(&serde_json::json!({"error": e.to_string()}));
@@ -113,6 +119,17 @@ fn main() {
             std::process::exit(3);
         }
     };
+    if args.idle_exit > 0 {
+        let idle = std::time::Duration::from_secs(args.idle_exit);
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(idle.min(std::time::Duration::from_secs(2)));
+                if activity.idle_for() >= idle {
+                    std::process::exit(0);
+                }
+            }
+        });
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

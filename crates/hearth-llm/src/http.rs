@@ -501,6 +501,7 @@ mod tests {
             protocol: Protocol::OpenAiCompatible,
             base_url: url.into(),
             api_key: key.map(|k| zeroize::Zeroizing::new(k.to_owned())),
+            launch: None,
         }
     }
 

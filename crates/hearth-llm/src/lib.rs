@@ -15,10 +15,13 @@ mod http;
 pub mod limits;
 mod openai;
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use zeroize::Zeroizing;
 
@@ -48,6 +51,34 @@ pub struct Provider {
     pub base_url: String,
     /// The API key, if the server needs one. Never logged.
     pub api_key: Option<Zeroizing<String>>,
+    /// For a server Hearth runs itself (the built-in model's worker): what starts it, or
+    /// finds it running, just before each call — and gives the address and token of this
+    /// start. `None` for every server someone else runs.
+    pub launch: Option<Arc<dyn Launch>>,
+}
+
+/// Starts a provider's server on demand: the built-in model's worker starts on first use,
+/// and again after it crashed or unloaded itself when idle. Returns the base URL (with
+/// `/v1`) and the bearer token of the running process.
+pub trait Launch: Send + Sync {
+    fn live(&self) -> BoxFuture<'_, Result<(String, Zeroizing<String>), LlmError>>;
+}
+
+/// `provider` ready to call: itself, or with the address and token its launcher gives now.
+async fn live(provider: &Provider) -> Result<Cow<'_, Provider>, LlmError> {
+    match &provider.launch {
+        None => Ok(Cow::Borrowed(provider)),
+        Some(launch) => {
+            let (base_url, key) = launch.live().await?;
+            Ok(Cow::Owned(Provider {
+                name: provider.name.clone(),
+                protocol: provider.protocol,
+                base_url,
+                api_key: Some(key),
+                launch: None,
+            }))
+        }
+    }
 }
 
 impl std::fmt::Debug for Provider {
@@ -57,6 +88,7 @@ impl std::fmt::Debug for Provider {
             .field("protocol", &self.protocol)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("launched", &self.launch.is_some())
             .finish()
     }
 }
@@ -248,6 +280,8 @@ impl LlmClient {
 
     /// The models the provider offers (`GET /models`), to test a connection and pick one.
     pub async fn list_models(&self, provider: &Provider) -> Result<Vec<String>, LlmError> {
+        let live = live(provider).await?;
+        let provider = live.as_ref();
         let url = format!("{}/models", provider.base_url.trim_end_matches('/'));
         let req = http::authorized(&self.http, provider, reqwest::Method::GET, &url)?;
         let never = CancellationToken::new();
@@ -401,7 +435,11 @@ impl LlmClient {
     ) -> Result<Completion, LlmError> {
         let mut delays = self.retry.delays();
         let mut waited = Duration::ZERO;
+        let launched = provider;
         loop {
+            // A launched server is looked up again on each try: one that crashed starts anew.
+            let live = live(launched).await?;
+            let provider = live.as_ref();
             let (http, t) = (&self.http, self.timeouts);
             let attempt = match provider.protocol {
                 Protocol::OpenAiCompatible => {

@@ -26,6 +26,7 @@ fn model(server: &LlmServer) -> ChatModel {
             protocol: Protocol::OpenAiCompatible,
             base_url: server.base_url.clone(),
             api_key: None,
+            launch: None,
         },
         model: "gpt-4o-mini".into(),
         context_window: None,

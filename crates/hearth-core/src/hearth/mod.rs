@@ -1,6 +1,7 @@
 //! [`Hearth`]: the one handle the desktop shell and the CLI talk to.
 
 mod activity;
+mod builtin;
 mod conversations;
 mod embedding;
 mod folders;
@@ -16,6 +17,7 @@ mod turn;
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 
 pub use activity::{ActivityService, RECENT_AUDIT_ENTRIES};
+pub use builtin::{BuiltinService, BuiltinStatus};
 pub use conversations::ConversationService;
 use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
@@ -285,6 +287,11 @@ impl Hearth {
     /// Providers and model slots, one method per use case.
     pub fn providers(&self) -> ProviderService {
         ProviderService::new(self.clone())
+    }
+
+    /// The built-in model: installed GGUF files, the choice among them, the engine.
+    pub fn builtin(&self) -> BuiltinService {
+        BuiltinService::new(self.clone())
     }
 
     /// The model table (windows, prices).

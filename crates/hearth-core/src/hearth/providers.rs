@@ -137,7 +137,7 @@ impl ProviderService {
     /// one-off provider, the saved slots or the default provider; `no_provider` when
     /// nothing is set up, `not_found` for an unknown provider.
     pub fn for_chat(&self, provider: Option<&str>, model: Option<String>) -> Result<ModelSlots> {
-        if let Some(p) = provider {
+        if let Some(p) = provider.filter(|p| *p != crate::builtin::PROVIDER) {
             self.get(p)?;
         }
         providers::resolve_slots(&self.hearth.inner.store, provider, model)?

@@ -260,6 +260,7 @@ impl Providers {
             },
             base_url: cfg.base_url.clone(),
             api_key: self.api_key(cfg)?,
+            launch: None,
         })
     }
 }

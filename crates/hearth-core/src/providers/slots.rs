@@ -153,7 +153,8 @@ pub struct SlotChoices {
 }
 
 /// What `hearth chat` and the app say when no model is configured.
-pub const NO_PROVIDER_HINT: &str = "No model is configured yet. Add one with `hearth providers add NAME --preset ollama \
+pub const NO_PROVIDER_HINT: &str = "No model is configured yet. Add a model file to run on this computer with \
+`hearth model add PATH.gguf`, or a provider with `hearth providers add NAME --preset ollama \
 --model llama3.2` (or another preset), or set HEARTH_PROVIDER_URL (an OpenAI-compatible base URL ending in /v1) \
 and HEARTH_MODEL.";
 
@@ -187,6 +188,7 @@ pub fn slots_from_env(model: Option<String>) -> Result<Option<ModelSlots>> {
         protocol: Protocol::OpenAiCompatible,
         base_url,
         api_key: env("HEARTH_API_KEY").map(Zeroizing::new),
+        launch: None,
     };
     let main = ChatModel {
         provider,
@@ -220,5 +222,13 @@ pub fn resolve_slots(
     {
         return Ok(Some(slots));
     }
-    Providers::new(store.clone()).slots(provider, model)
+    if provider == Some(crate::builtin::PROVIDER) {
+        return crate::builtin::slots(store, model);
+    }
+    match Providers::new(store.clone()).slots(provider, model.clone())? {
+        Some(slots) => Ok(Some(slots)),
+        // With no provider configured, the built-in model answers (when one is installed).
+        None if provider.is_none() => crate::builtin::slots(store, model),
+        None => Ok(None),
+    }
 }
