@@ -7,6 +7,7 @@ export CARGO_TERM_COLOR ?= never
 
 ## Install what the app needs, build it and start it.
 run: setup-app ui
+	cargo build -p hearth-llama --bin hearth-llama-worker
 	cargo run -p hearth-desktop
 
 ## Install what the tests need and run every test (Rust, UI in Chromium, the real app end to end).

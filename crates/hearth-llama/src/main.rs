@@ -89,7 +89,7 @@ fn main() {
         let mut sink = [0u8; 256];
         let mut stdin = std::io::stdin();
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        std::process::exit(0);
+        leave(0);
     });
 
     let (tx, rx) = mpsc::channel();
@@ -125,7 +125,7 @@ fn main() {
             loop {
                 std::thread::sleep(idle.min(std::time::Duration::from_secs(2)));
                 if activity.idle_for() >= idle {
-                    std::process::exit(0);
+                    leave(0);
                 }
             }
         });
@@ -171,6 +171,20 @@ fn main() {
         }
     });
     std::process::exit(code);
+}
+
+/// Ends the process at once, from any thread: no atexit handlers or C++ static destructors
+/// (llama.cpp's would wait on the engine thread mid-decode).
+fn leave(code: i32) -> ! {
+    #[cfg(unix)]
+    {
+        // SAFETY: _exit ends the process; it touches no Rust state.
+        unsafe { libc::_exit(code) }
+    }
+    #[cfg(not(unix))]
+    {
+        std::process::exit(code)
+    }
 }
 
 /// On Linux, the kernel kills the worker when the thread that started it dies; the parent

@@ -182,14 +182,50 @@ fn messages(body: &Value) -> Result<Vec<TemplateMessage>, String> {
         .collect()
 }
 
+/// Items an array of a schema may hold when the schema sets no bound.
+pub const SCHEMA_MAX_ITEMS: u64 = 8;
+/// Characters a string of a schema may hold when the schema sets no bound.
+pub const SCHEMA_MAX_LENGTH: u64 = 240;
+
+/// Bounds every array and string of `schema` that has none, so that the grammar itself
+/// ends the answer: a small model that repeats itself cannot run to `max_tokens` and be cut
+/// off mid-JSON.
+pub fn bound_schema(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let types: Vec<String> = match map.get("type") {
+                Some(Value::String(t)) => vec![t.clone()],
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let is = |t: &str| types.iter().any(|x| x == t);
+            if (is("array") || map.contains_key("items")) && !map.contains_key("maxItems") {
+                map.insert("maxItems".into(), json!(SCHEMA_MAX_ITEMS));
+            }
+            if is("string") && !map.contains_key("maxLength") && !map.contains_key("enum") {
+                map.insert("maxLength".into(), json!(SCHEMA_MAX_LENGTH));
+            }
+            for v in map.values_mut() {
+                bound_schema(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_schema),
+        _ => {}
+    }
+}
+
 /// The grammar a `response_format` asks for.
 fn grammar(body: &Value) -> Result<Option<String>, String> {
     let format = &body["response_format"];
-    let schema = match format["type"].as_str() {
+    let mut schema = match format["type"].as_str() {
         Some("json_schema") => format["json_schema"]["schema"].clone(),
         Some("json_object") => json!({}),
         _ => return Ok(None),
     };
+    bound_schema(&mut schema);
     let text = serde_json::to_string(&schema).map_err(|e| e.to_string())?;
     llama_cpp_2::json_schema_to_grammar(&text)
         .map(Some)

@@ -107,6 +107,9 @@ struct Offered {
 }
 
 /// Learns from one exchange and applies the result; returns the changes.
+/// The most tokens an extraction or reconciliation answer may take.
+pub const LEARN_MAX_OUTPUT: u32 = 2048;
+
 pub struct Learner {
     pub memories: Memories,
     pub client: LlmClient,
@@ -126,6 +129,8 @@ impl Learner {
             messages: vec![Message::system(system), Message::user(user)],
             temperature: Some(0.0),
             json_schema: Some((schema.0.to_owned(), schema.1)),
+            // A list of short memories: a model that runs on past it is looping.
+            max_output_tokens: Some(LEARN_MAX_OUTPUT),
             ..ChatRequest::default()
         };
         let never = CancellationToken::new();
