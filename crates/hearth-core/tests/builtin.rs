@@ -110,7 +110,7 @@ async fn a_chat_with_no_provider_is_answered_by_the_built_in_model_and_turn_two_
     assert!(*pieces.lock().unwrap() > 1, "the answer streamed in pieces");
     assert_eq!(one.provider, "builtin");
     assert_eq!(one.model, "smollm2");
-    let u1 = one.usage.clone().expect("usage in the model's tokens");
+    let u1 = one.usage.expect("usage in the model's tokens");
     assert!(u1.input_tokens > 0 && u1.output_tokens > 0, "{u1:?}");
 
     // Learning from turn 1 calls the same model (the fast slot) in between: it lands in
