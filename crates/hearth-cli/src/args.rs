@@ -29,7 +29,8 @@ pub enum Command {
     /// Prints `conversation: <id>` on stderr. Ctrl-C stops the answer, keeps what arrived
     /// (marked as stopped) and exits 130. The model comes from HEARTH_PROVIDER_URL (an
     /// OpenAI-compatible base URL ending in /v1), HEARTH_MODEL and HEARTH_API_KEY when set,
-    /// else from the default provider (`hearth providers add`);
+    /// else from the default provider (`hearth providers add`), else the built-in model
+    /// (`hearth model add`; `--json` then says `"provider": "builtin"`);
     /// HEARTH_FAST_MODEL (summaries) defaults to HEARTH_MODEL; HEARTH_CONTEXT_WINDOW
     /// overrides the model's context window in tokens.
     Chat {

@@ -254,6 +254,15 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
             _ => {}
         }
     }
+    if info.architecture.is_empty() {
+        return Err(r.corrupt("it names no architecture"));
+    }
+    if !ARCHITECTURES.contains(&info.architecture.as_str()) {
+        return Err(GgufError::Architecture {
+            file,
+            arch: info.architecture,
+        });
+    }
     let arch = info.architecture.clone();
     let int = |suffix: &str| {
         let key = format!("{arch}.{suffix}");
@@ -293,15 +302,6 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
         }
     } else if data_start > file_bytes {
         return Err(GgufError::Truncated(file));
-    }
-    if info.architecture.is_empty() {
-        return Err(r.corrupt("it names no architecture"));
-    }
-    if !ARCHITECTURES.contains(&info.architecture.as_str()) {
-        return Err(GgufError::Architecture {
-            file,
-            arch: info.architecture,
-        });
     }
     Ok(info)
 }
