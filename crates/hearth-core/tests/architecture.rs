@@ -33,6 +33,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("context", 2),
     ("conversations", 2),
     ("providers", 2),
+    ("builtin", 2),
     ("learn", 2),
     ("usage", 2),
     ("tools", 2),

@@ -92,6 +92,10 @@ fn main() {
         leave(0);
     });
 
+    if let Err(e) = cpu_supported() {
+        say(&serde_json::json!({ "error": e }));
+        std::process::exit(3);
+    }
     let (tx, rx) = mpsc::channel();
     let config = EngineConfig {
         model: args.model,
@@ -171,6 +175,54 @@ fn main() {
         }
     });
     std::process::exit(code);
+}
+
+/// The processor has the instructions llama.cpp was built for (`.cargo/config.toml` sets
+/// them for dev and test builds): a clear error instead of SIGILL on an older one.
+fn cpu_supported() -> Result<(), String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let on = |v: Option<&str>| v == Some("ON");
+        let wanted = [
+            (
+                "AVX",
+                on(option_env!("GGML_AVX")),
+                std::arch::is_x86_feature_detected!("avx"),
+            ),
+            (
+                "AVX2",
+                on(option_env!("GGML_AVX2")),
+                std::arch::is_x86_feature_detected!("avx2"),
+            ),
+            (
+                "FMA",
+                on(option_env!("GGML_FMA")),
+                std::arch::is_x86_feature_detected!("fma"),
+            ),
+            (
+                "F16C",
+                on(option_env!("GGML_F16C")),
+                std::arch::is_x86_feature_detected!("f16c"),
+            ),
+            (
+                "BMI2",
+                on(option_env!("GGML_BMI2")),
+                std::arch::is_x86_feature_detected!("bmi2"),
+            ),
+        ];
+        let missing: Vec<&str> = wanted
+            .iter()
+            .filter(|(_, built, has)| *built && !*has)
+            .map(|(name, _, _)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this build of the engine needs processor instructions this computer lacks ({}); install Hearth's release package, which chooses them at run time",
+                missing.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Ends the process at once, from any thread: no atexit handlers or C++ static destructors
