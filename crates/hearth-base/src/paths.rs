@@ -85,6 +85,11 @@ impl DataDir {
         self.root.join("index.lock")
     }
 
+    /// Downloaded built-in models (public weights, not encrypted).
+    pub fn models_dir(&self) -> PathBuf {
+        self.root.join("models")
+    }
+
     /// Log files.
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")

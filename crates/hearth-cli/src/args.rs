@@ -528,9 +528,21 @@ pub enum KeyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
-    /// Installed models: size, the memory each needs here, its context, whether it fits,
-    /// and which one the chat uses.
+    /// Installed models (size, the memory each needs here, its context, whether it fits,
+    /// which one the chat uses) and the catalogue of models to download, with the one
+    /// recommended for this computer.
     List,
+    /// The catalogue model recommended for this computer: the one for the most memory it
+    /// has, among those that fit in its memory and free disk. Exit 1 (`not_found`) when none
+    /// fits.
+    Recommend,
+    /// Download a catalogue model into the data folder's models/ and install it.
+    ///
+    /// Progress (bytes, rate, time left) goes to stderr: a bar on a terminal, JSON lines
+    /// with --json. The file is checked against its
+    /// pinned size and SHA-256: a mismatch deletes it and installs nothing. Ctrl-C stops
+    /// the download (exit 1); running it again resumes where it stopped.
+    Download { name: String },
     /// Add a GGUF model file you have, in place. Its header is checked first (a GGUF of
     /// an architecture llama.cpp runs, not cut short) and it must fit this computer's
     /// memory; exit 1 with the reason otherwise. The first model added answers chats.

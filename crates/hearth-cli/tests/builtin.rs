@@ -182,3 +182,225 @@ fn a_file_that_cannot_run_here_is_refused_before_anything_loads() {
         "nothing was installed"
     );
 }
+
+mod download {
+    //! `hearth model download` from a hub on 127.0.0.1 serving the test GGUF, through a
+    //! catalogue that pins it (`HEARTH_MODEL_CATALOG`, `HEARTH_MODEL_HUB`).
+
+    use super::*;
+    use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
+    use sha2::{Digest, Sha256};
+
+    const REPO: &str = "test/smollm2-gguf";
+    const FILE: &str = "smollm2-135m-instruct-q4_1.gguf";
+
+    struct Setup {
+        _tmp: tempfile::TempDir,
+        home: PathBuf,
+        catalog: PathBuf,
+        bytes: Vec<u8>,
+    }
+
+    fn setup(sha256: Option<&str>) -> Setup {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let bytes = std::fs::read(gguf()).expect("the test model");
+        let sha = sha256.map_or_else(|| hex_sha(&bytes), str::to_owned);
+        let catalog = tmp.path().join("catalog.json");
+        let entry = serde_json::json!([{
+            "name": "smollm2", "label": "SmolLM2 135M Instruct", "family": "llama",
+            "parameters": "135M", "quantisation": "Q4_1", "repo": REPO, "revision": COMMIT,
+            "file": FILE, "bytes": bytes.len(), "sha256": sha, "sha256_source": "the test",
+            "trained_context": 8192, "kv_bytes_per_token": 23040, "licence": "Apache-2.0",
+            "tools": false, "recommended_from_gib": 0
+        }]);
+        std::fs::write(&catalog, entry.to_string()).expect("catalog");
+        Setup {
+            home: tmp.path().join("hearth"),
+            catalog,
+            bytes,
+            _tmp: tmp,
+        }
+    }
+
+    fn hex_sha(bytes: &[u8]) -> String {
+        Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn hub_cmd(s: &Setup, hub: &HubServer, args: &[&str]) -> Command {
+        let mut c = hearth(&s.home, args);
+        c.env("HEARTH_MODEL_CATALOG", &s.catalog)
+            .env("HEARTH_MODEL_HUB", &hub.endpoint);
+        c
+    }
+
+    async fn go(c: Command) -> Output {
+        tokio::task::spawn_blocking(move || run(c))
+            .await
+            .expect("join")
+    }
+
+    fn models_dir(s: &Setup) -> Vec<String> {
+        std::fs::read_dir(s.home.join("models"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_broken_download_resumes_where_it_stopped_reports_progress_and_installs() {
+        let s = setup(None);
+        let hub = HubServer::start(
+            REPO,
+            [(FILE.to_owned(), s.bytes.clone())].into(),
+            HubMode::BreakWeights,
+        )
+        .await;
+        let listed = json(&go(hub_cmd(&s, &hub, &["--json", "model", "list"])).await);
+        assert_eq!(listed["catalog"][0]["name"], "smollm2");
+        assert_eq!(listed["catalog"][0]["recommended"], true, "{listed}");
+        assert_eq!(listed["catalog"][0]["installed"], false);
+
+        // The hub breaks off halfway: a clear error, what arrived kept for next time.
+        let first = go(hub_cmd(
+            &s,
+            &hub,
+            &["--json", "model", "download", "smollm2"],
+        ))
+        .await;
+        assert_eq!(
+            first.status.code(),
+            Some(1),
+            "{}\n{}",
+            String::from_utf8_lossy(&first.stdout),
+            String::from_utf8_lossy(&first.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+        let err = json(&first);
+        assert_eq!(err["error"]["code"], "local_model");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("again to resume"),
+            "{err}"
+        );
+        let part = s.home.join("models").join(format!(".{FILE}.part"));
+        let kept = std::fs::metadata(&part).expect("the part is kept").len() as usize;
+        assert!(kept > 0 && kept < s.bytes.len(), "{kept}");
+        let installed = json(&go(hub_cmd(&s, &hub, &["--json", "model", "list"])).await);
+        assert_eq!(installed["installed"], serde_json::json!([]));
+
+        // Again: only the rest is asked for, with progress lines, and the model installs.
+        let second = go(hub_cmd(
+            &s,
+            &hub,
+            &["--json", "model", "download", "smollm2"],
+        ))
+        .await;
+        assert!(
+            second.status.success(),
+            "{}",
+            String::from_utf8_lossy(&second.stderr)
+        );
+        assert_eq!(hub.ranges(), vec![format!("bytes={kept}-")]);
+        let progress: Vec<serde_json::Value> = String::from_utf8_lossy(&second.stderr)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert!(progress.len() > 2, "progress lines: {progress:?}");
+        let done: Vec<u64> = progress.iter().filter_map(|p| p["done"].as_u64()).collect();
+        assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+        assert_eq!(progress.last().unwrap()["total"], s.bytes.len());
+        let model = json(&second);
+        assert_eq!(model["name"], "smollm2");
+        assert_eq!(model["source"], "download");
+        assert_eq!(models_dir(&s), vec![FILE.to_owned()], "no part left");
+
+        // Removing a downloaded model frees its disk.
+        let removed = go(hub_cmd(&s, &hub, &["--json", "model", "remove", "smollm2"])).await;
+        assert!(removed.status.success());
+        assert!(models_dir(&s).is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wrong_file_a_redirect_away_and_a_full_disk_install_nothing() {
+        // The catalogue pins another hash: the file arrives, does not match, and is deleted.
+        let s = setup(Some(&"0".repeat(64)));
+        let hub = HubServer::start(
+            REPO,
+            [(FILE.to_owned(), s.bytes.clone())].into(),
+            HubMode::Serve,
+        )
+        .await;
+        let out = go(hub_cmd(
+            &s,
+            &hub,
+            &["--json", "model", "download", "smollm2"],
+        ))
+        .await;
+        assert_eq!(out.status.code(), Some(1));
+        let message = json(&out)["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert!(
+            message.contains("does not match") && message.contains("nothing was installed"),
+            "{message}"
+        );
+        assert!(
+            models_dir(&s).is_empty(),
+            "the partial is deleted: {:?}",
+            models_dir(&s)
+        );
+
+        // A redirect to a host off the allow-list is not followed.
+        let s = setup(None);
+        let away = HubServer::start(
+            REPO,
+            [(FILE.to_owned(), s.bytes.clone())].into(),
+            HubMode::RedirectAway,
+        )
+        .await;
+        let out = go(hub_cmd(
+            &s,
+            &away,
+            &["--json", "model", "download", "smollm2"],
+        ))
+        .await;
+        assert_eq!(out.status.code(), Some(1));
+        let message = json(&out)["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert!(message.contains("elsewhere.invalid"), "{message}");
+        assert_eq!(away.weights_sent(), 0);
+
+        // Not enough disk: refused before a byte is written.
+        let full = HubServer::start(
+            REPO,
+            [(FILE.to_owned(), s.bytes.clone())].into(),
+            HubMode::Serve,
+        )
+        .await;
+        let mut c = hub_cmd(&s, &full, &["--json", "model", "download", "smollm2"]);
+        c.env("HEARTH_TEST_FREE_BYTES", "1000000");
+        let out = go(c).await;
+        assert_eq!(out.status.code(), Some(1));
+        let message = json(&out)["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert!(message.contains("disk"), "{message}");
+        assert_eq!(full.weights_sent(), 0);
+        let listed = json(&go(hub_cmd(&s, &full, &["--json", "model", "list"])).await);
+        assert_eq!(listed["installed"], serde_json::json!([]));
+    }
+}

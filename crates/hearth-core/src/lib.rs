@@ -89,18 +89,21 @@ mod events;
 mod hearth;
 mod usage;
 
-pub use builtin::{InstalledModel, ModelView as BuiltinModel, WorkerState};
+pub use builtin::catalog::CatalogEntry;
+pub use builtin::{
+    CatalogView as CatalogModel, InstalledModel, ModelView as BuiltinModel, WorkerState,
+};
 pub use entry::process_start;
 pub use events::Event;
 pub use folders::watch::POLL_EVERY as FOLDER_POLL_EVERY;
 pub use hearth::{
-    ActivityService, BuiltinService, BuiltinStatus, ConversationService, EffectiveSlots,
-    EmbeddingStatus, ExportFormat, FailedJob, FolderService, FolderState, FolderSummary, Hearth,
-    INGEST_JOB, ImportReport, ImportedServer, IndexOptions, IndexSummary, JobResult, JobRunner,
-    KeyService, LocalModelStatus, McpService, McpToolInfo, MemoryCounts, MemoryDetail,
-    MemoryService, ModelChoice, ModelService, NewServer, ProviderService, RECENT_AUDIT_ENTRIES,
-    REEMBED_JOB, RunPolicy, RunningJobs, SearchScope, ServerReport, Status, ToolReview, Turn,
-    WatchingFolders,
+    ActivityService, BuiltinService, BuiltinStatus, ConversationService, DownloadProgress,
+    EffectiveSlots, EmbeddingStatus, ExportFormat, FailedJob, FolderService, FolderState,
+    FolderSummary, Hearth, INGEST_JOB, ImportReport, ImportedServer, IndexOptions, IndexSummary,
+    JobResult, JobRunner, KeyService, LocalModelStatus, McpService, McpToolInfo, MemoryCounts,
+    MemoryDetail, MemoryService, ModelChoice, ModelService, NewServer, ProviderService,
+    RECENT_AUDIT_ENTRIES, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope, ServerReport, Status,
+    ToolReview, Turn, WatchingFolders,
 };
 pub use hearth_base::{Error, Result, ServiceError};
 pub use paths::DataDir;

@@ -280,3 +280,69 @@ fn stop_keeps_the_partial_answer_and_a_killed_worker_interrupts_the_turn_then_a_
         assert_ne!(status.worker.pid, Some(pid));
     });
 }
+
+/// Twenty things a user might say, each asked of the tiny model with learning's own prompt
+/// and schema: grammar-constrained sampling makes every answer valid JSON of that schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::await_holding_lock)]
+async fn extraction_on_the_tiny_model_is_schema_valid_json_for_every_prompt() {
+    let _serial = serial();
+    use hearth_core::learn::{EXTRACT_PROMPT, extraction_schema};
+    use hearth_core::llm::{ChatRequest, LlmClient, RetryPolicy, Timeouts};
+    use hearth_core::types::Message;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hearth = open(tmp.path());
+    let fast = built_in_slots(&hearth).fast;
+    let client = LlmClient::new(RetryPolicy::default(), Timeouts::default()).expect("client");
+    let schema = extraction_schema();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let said = [
+        "I moved to Lisbon in April and I work as a nurse.",
+        "My daughter Mia is allergic to peanuts.",
+        "Please always answer in short bullet points.",
+        "My husband Tomás and I are going to Japan on 2027-03-14.",
+        "I don't eat meat anymore.",
+        "What's the weather like?",
+        "Remember that my passport expires in June 2028.",
+        "Forget what I said about my old job at the bank.",
+        "I have two cats, Pixel and Byte.",
+        "Can you help me write an email to my landlord?",
+        "I'm training for a half marathon in October.",
+        "My mother's birthday is on the 3rd of May.",
+        "I prefer metric units.",
+        "hi",
+        "I take 50 mg of sertraline every morning.",
+        "My manager is called Ana and she wants the report by Friday.",
+        "I drive a 2015 Honda Civic.",
+        "Don't ever suggest seafood restaurants, I'm allergic to shellfish.",
+        "I'm learning Portuguese, I'm at about A2 level.",
+        "Thanks, that was helpful!",
+    ];
+    for words in said {
+        let request = ChatRequest {
+            model: fast.model.clone(),
+            messages: vec![
+                Message::system(EXTRACT_PROMPT),
+                Message::user(format!(
+                    "<data>\nUser: {words}\nAssistant (context only, not a source of facts): Noted.\n</data>\nToday is 2026-12-06. Extract the memories from the user's words."
+                )),
+            ],
+            temperature: Some(0.0),
+            json_schema: Some(("memory_extraction".into(), schema.clone())),
+            max_output_tokens: Some(hearth_core::learn::LEARN_MAX_OUTPUT),
+            ..ChatRequest::default()
+        };
+        let done = client
+            .stream_chat(&fast.provider, &request, &CancellationToken::new(), |_| {})
+            .await
+            .expect("the worker answers");
+        let value: serde_json::Value = serde_json::from_str(&done.text)
+            .unwrap_or_else(|e| panic!("not JSON for {words:?} ({e}): {}", done.text));
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{words:?}: {errors:?} in {value}");
+    }
+}

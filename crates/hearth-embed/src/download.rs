@@ -217,9 +217,20 @@ async fn fetch_into(
     Ok(done)
 }
 
+/// The HTTP client downloads use: redirects off (`fetch` follows them by hand, to allowed
+/// hosts only), bounded connect and read waits.
+pub fn client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(15))
+        .read_timeout(std::time::Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// The free bytes on the disk holding `path`: `HEARTH_TEST_FREE_BYTES` in tests, else the
 /// file system's count for unprivileged users. `None`: unknown (the download goes on).
-fn free_bytes(path: &Path) -> Option<u64> {
+pub fn free_bytes(path: &Path) -> Option<u64> {
     if let Some(n) = hearth_base::failpoint::free_bytes() {
         return Some(n);
     }

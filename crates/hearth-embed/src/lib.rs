@@ -34,7 +34,9 @@ pub use error::EmbedError;
 pub use local::{
     DIMENSIONS, LocalEmbedder, MAX_TOKENS, MODEL_ID, QueryTurn, single_threaded_kernels,
 };
-pub use source::{HUB_REPO, ModelFiles, ModelSource, PINNED_SHA256, Progress, REVISION};
+pub use source::{
+    HUB_DOWNLOAD_HOSTS, HUB_REPO, ModelFiles, ModelSource, PINNED_SHA256, Progress, REVISION,
+};
 
 use hearth_base::{Error, Result};
 use hearth_base::{fsio, paths};

@@ -24,6 +24,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 
 /// How the worker was asked to run.
@@ -429,6 +431,13 @@ impl Engine<'_, '_> {
 
         let vocab = self.model.vocab();
         let mut sampler = self.sampler(&job, false)?;
+        let mut grammar = match &job.grammar {
+            Some(g) => Some(
+                LlamaSampler::grammar(self.model, g, "root")
+                    .map_err(|e| format!("the JSON grammar was refused: {e}"))?,
+            ),
+            None => None,
+        };
         let mut early = if self.min_tokens > 0 {
             Some(self.sampler(&job, true)?)
         } else {
@@ -440,15 +449,39 @@ impl Engine<'_, '_> {
         let room = window.saturating_sub(prompt_len + 1);
         let limit = job.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
         while produced < limit {
-            let token = match early.as_mut() {
+            let mut token = match early.as_mut() {
                 Some(e) if produced < self.min_tokens => {
                     let t = e.sample(self.ctx, -1);
-                    // The answer's sampler follows the same tokens (a grammar's state).
                     sampler.accept(t);
                     t
                 }
                 _ => sampler.sample(self.ctx, -1),
             };
+            // The grammar checks the free choice first, and only when it breaks the grammar
+            // masks the whole vocabulary (as llama.cpp's own sampler does): most tokens of
+            // a JSON answer are what the model would have written anyway.
+            if let Some(g) = grammar.as_mut() {
+                let mut one =
+                    LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+                one.apply_sampler(g);
+                if !one.data.first().is_some_and(|d| d.logit().is_finite()) {
+                    let mut all = self.ctx.token_data_array();
+                    all.apply_sampler(g);
+                    let mut pick = if job.temperature <= 0.0 {
+                        LlamaSampler::greedy()
+                    } else {
+                        LlamaSampler::chain_simple([
+                            LlamaSampler::temp(job.temperature),
+                            LlamaSampler::dist(rand_seed()),
+                        ])
+                    };
+                    all.apply_sampler(&mut pick);
+                    token = all
+                        .selected_token()
+                        .ok_or("the JSON grammar allows no next token")?;
+                }
+                g.accept(token);
+            }
             if vocab.is_eog(token) {
                 reason = "stop";
                 break;
@@ -474,7 +507,8 @@ impl Engine<'_, '_> {
         })
     }
 
-    /// The sampler chain for `job`; `suppress_end` bans end-of-generation tokens.
+    /// The sampler chain for `job` (its grammar apart: see `generate`); `suppress_end` bans
+    /// end-of-generation tokens.
     fn sampler(&self, job: &Job, suppress_end: bool) -> Result<LlamaSampler, String> {
         let mut chain = Vec::new();
         if suppress_end {
@@ -486,11 +520,16 @@ impl Engine<'_, '_> {
                 .collect();
             chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), &ends));
         }
-        if let Some(g) = &job.grammar {
-            chain.push(
-                LlamaSampler::grammar(self.model, g, "root")
-                    .map_err(|e| format!("the JSON grammar was refused: {e}"))?,
-            );
+        if job.grammar.is_some() {
+            // A small model under a grammar tends to repeat list items until the bound: a
+            // mild penalty on what it just wrote lets it close the list.
+            chain.push(LlamaSampler::penalties(
+                self.model.n_vocab(),
+                64,
+                1.1,
+                0.0,
+                0.0,
+            ));
         }
         if job.temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());

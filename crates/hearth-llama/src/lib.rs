@@ -14,3 +14,4 @@
 pub mod engine;
 pub mod server;
 pub mod template;
+pub mod toolcall;

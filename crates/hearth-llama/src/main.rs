@@ -82,7 +82,7 @@ fn main() {
     let token = Zeroizing::new(line.trim().to_owned());
     if read.is_err() || token.len() < 32 {
         say(&serde_json::json!({"error": "no token on stdin"}));
-        std::process::exit(2);
+        leave(2);
     }
     // The parent holds stdin open for the worker's whole life: its end is the parent's.
     std::thread::spawn(move || {
@@ -94,7 +94,7 @@ fn main() {
 
     if let Err(e) = cpu_supported() {
         say(&serde_json::json!({ "error": e }));
-        std::process::exit(3);
+        leave(3);
     }
     let (tx, rx) = mpsc::channel();
     let config = EngineConfig {
@@ -109,18 +109,16 @@ fn main() {
         Ok((info, _thread)) => info,
         Err(e) => {
             say(&serde_json::json!({"error": e.to_string()}));
-            std::process::exit(3);
+            leave(3);
         }
     };
-    let template = match ChatTemplate::new(
-        info.template.as_deref().unwrap_or(CHATML),
-        &info.bos,
-        &info.eos,
-    ) {
+    let source = info.template.as_deref().unwrap_or(CHATML);
+    let format = hearth_llama::toolcall::format_for(source);
+    let template = match ChatTemplate::new(source, &info.bos, &info.eos) {
         Ok(t) => t,
         Err(e) => {
             say(&serde_json::json!({"error": e.to_string()}));
-            std::process::exit(3);
+            leave(3);
         }
     };
     if args.idle_exit > 0 {
@@ -142,7 +140,7 @@ fn main() {
         Ok(r) => r,
         Err(e) => {
             say(&serde_json::json!({"error": e.to_string()}));
-            std::process::exit(2);
+            leave(2);
         }
     };
     let ready = serde_json::json!({
@@ -155,6 +153,7 @@ fn main() {
         name: args.name,
         info,
         template,
+        format,
         engine: Mutex::new(tx),
     });
     let code = runtime.block_on(async move {
@@ -174,7 +173,7 @@ fn main() {
             Err(_) => 2,
         }
     });
-    std::process::exit(code);
+    leave(code);
 }
 
 /// The processor has the instructions llama.cpp was built for (`.cargo/config.toml` sets

@@ -22,6 +22,7 @@ use zeroize::Zeroizing;
 
 use crate::engine::{Finish, Job, ModelInfo, Piece, Request};
 use crate::template::{ChatTemplate, TemplateMessage};
+use crate::toolcall::{self, Call, Format, Holdback};
 
 /// The largest request body: a long conversation with its tools is well under this.
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -38,6 +39,8 @@ pub struct Shared {
     pub name: String,
     pub info: ModelInfo,
     pub template: ChatTemplate,
+    /// How the model writes tool calls (from its template); `None`: it is offered none.
+    pub format: Format,
     pub engine: std::sync::Mutex<mpsc::Sender<Request>>,
 }
 
@@ -86,6 +89,7 @@ async fn models(State(shared): State<Arc<Shared>>) -> Response {
             "context_window": shared.info.n_ctx,
             "n_ctx_train": shared.info.n_ctx_train,
             "architecture": shared.info.architecture,
+            "tools": shared.format != Format::None,
         }]
     }))
     .into_response()
@@ -183,9 +187,10 @@ fn messages(body: &Value) -> Result<Vec<TemplateMessage>, String> {
 }
 
 /// Items an array of a schema may hold when the schema sets no bound.
-pub const SCHEMA_MAX_ITEMS: u64 = 8;
-/// Characters a string of a schema may hold when the schema sets no bound.
-pub const SCHEMA_MAX_LENGTH: u64 = 240;
+pub const SCHEMA_MAX_ITEMS: u64 = 4;
+/// Characters a string of a schema may hold when the schema sets no bound (a memory is one
+/// short sentence).
+pub const SCHEMA_MAX_LENGTH: u64 = 160;
 
 /// Bounds every array and string of `schema` that has none, so that the grammar itself
 /// ends the answer: a small model that repeats itself cannot run to `max_tokens` and be cut
@@ -228,8 +233,24 @@ fn grammar(body: &Value) -> Result<Option<String>, String> {
     bound_schema(&mut schema);
     let text = serde_json::to_string(&schema).map_err(|e| e.to_string())?;
     llama_cpp_2::json_schema_to_grammar(&text)
-        .map(Some)
+        .map(|g| Some(compact(&g)))
         .map_err(|e| format!("the JSON schema cannot be turned into a grammar: {e}"))
+}
+
+/// The grammar with JSON's optional whitespace cut to one space: llama.cpp's allows newlines
+/// and indentation, which small models spend tokens on (a third of an answer, on a CPU).
+fn compact(grammar: &str) -> String {
+    grammar
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("space ::=") {
+                "space ::= | \" \""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn now_s() -> u64 {
@@ -254,6 +275,12 @@ async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Res
         Err(e) => return bad(e),
     };
     let tools: Vec<Value> = body["tools"].as_array().cloned().unwrap_or_default();
+    // Calls are read in the model's format only when it was offered tools.
+    let format = if tools.is_empty() {
+        Format::None
+    } else {
+        shared.format
+    };
     let prompt = match shared.template.render(&msgs, &tools) {
         Ok(p) => p,
         Err(e) => return bad(e.to_string()),
@@ -307,6 +334,7 @@ async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Res
     if body["stream"].as_bool() != Some(true) {
         let mut text = String::new();
         let mut piece = Some(first);
+        let id_base = id.clone();
         let finish = loop {
             match piece {
                 Some(Piece::Text(t)) => text.push_str(&t),
@@ -324,9 +352,26 @@ async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Res
             }
             piece = rx.recv().await;
         };
+        let (content, calls) = toolcall::parse(format, &text);
+        let (message, reason) = if calls.is_empty() {
+            (
+                json!({"role": "assistant", "content": text}),
+                finish_reason(&finish),
+            )
+        } else {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| call_json(&id_base, i, c, false))
+                .collect();
+            (
+                json!({"role": "assistant", "content": content, "tool_calls": calls}),
+                "tool_calls",
+            )
+        };
         return Json(json!({
             "id": id, "object": "chat.completion", "created": now_s(), "model": name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason(&finish)}],
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
             "usage": usage(&finish),
         }))
         .into_response();
@@ -336,7 +381,20 @@ async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Res
             rx.recv().await.map(|p| (Some(p), rx))
         }))
         .filter_map(|p| async move { p });
-    Sse::new(events(pieces, id, name)).into_response()
+    Sse::new(events(pieces, id, name, format)).into_response()
+}
+
+/// One call in the OpenAI shape; `streamed` adds the delta's `index`.
+fn call_json(id: &str, i: usize, call: &Call, streamed: bool) -> Value {
+    let mut v = json!({
+        "id": format!("call_{}_{i}", id.trim_start_matches("chatcmpl-")),
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    });
+    if streamed {
+        v["index"] = json!(i);
+    }
+    v
 }
 
 fn finish_reason(f: &Finish) -> &'static str {
@@ -350,8 +408,10 @@ fn events(
     pieces: impl Stream<Item = Piece> + Send + 'static,
     id: String,
     model: String,
+    format: Format,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     let created = now_s();
+    let call_id = id.clone();
     let chunk = move |delta: Value, finish: Option<&str>| {
         json!({
             "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -359,25 +419,51 @@ fn events(
         })
     };
     let mut first = true;
+    let mut text_delta = move |t: String| {
+        let delta = if first {
+            json!({"role": "assistant", "content": t})
+        } else {
+            json!({"content": t})
+        };
+        first = false;
+        delta
+    };
+    let mut holdback = Some(Holdback::new(format));
     pieces
         .flat_map(move |p| {
             let out: Vec<Value> = match p {
                 Piece::Text(t) => {
-                    let delta = if first {
-                        json!({"role": "assistant", "content": t})
+                    let shown = holdback.as_mut().map(|h| h.push(&t)).unwrap_or_default();
+                    if shown.is_empty() {
+                        Vec::new()
                     } else {
-                        json!({"content": t})
-                    };
-                    first = false;
-                    vec![chunk(delta, None)]
+                        vec![chunk(text_delta(shown), None)]
+                    }
                 }
                 Piece::Done(f) => {
-                    let mut last = chunk(json!({}), Some(finish_reason(&f)));
+                    let (rest, calls) = holdback.take().map(Holdback::finish).unwrap_or_default();
+                    let mut out = Vec::new();
+                    if !rest.is_empty() {
+                        out.push(chunk(text_delta(rest), None));
+                    }
+                    let reason = if calls.is_empty() {
+                        finish_reason(&f)
+                    } else {
+                        let list: Vec<Value> = calls
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| call_json(&call_id, i, c, true))
+                            .collect();
+                        out.push(chunk(json!({"tool_calls": list}), None));
+                        "tool_calls"
+                    };
+                    let mut last = chunk(json!({}), Some(reason));
                     let mut tail = last.clone();
                     tail["choices"] = json!([]);
                     tail["usage"] = usage(&f);
                     last["usage"] = Value::Null;
-                    vec![last, tail]
+                    out.extend([last, tail]);
+                    out
                 }
                 Piece::Failed(e) => vec![json!({"error": {"message": e, "type": "server_error"}})],
             };

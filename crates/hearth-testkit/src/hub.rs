@@ -21,7 +21,7 @@ pub enum HubMode {
     Serve,
     /// Every `resolve` answers this status.
     Status(StatusCode),
-    /// Serves the small files, then breaks off model.safetensors halfway the first time it
+    /// Serves the small files, then breaks off the weights (model.safetensors, a .gguf) halfway the first time it
     /// is asked for it whole (a request with a `Range` gets the rest).
     BreakWeights,
     /// Every `resolve` redirects to another host (`downloads.elsewhere.invalid`).
@@ -37,7 +37,7 @@ struct Hub {
     files: Arc<HashMap<String, Bytes>>,
     mode: HubMode,
     requests: Arc<AtomicUsize>,
-    /// Bytes of model.safetensors sent so far.
+    /// Bytes of the weights (model.safetensors, a .gguf) sent so far.
     weights_sent: Arc<AtomicUsize>,
     /// The `Range` headers received, in order.
     ranges: Arc<Mutex<Vec<String>>>,
@@ -111,7 +111,7 @@ impl HubServer {
         self.requests.load(Ordering::SeqCst)
     }
 
-    /// Bytes of model.safetensors the hub has sent so far.
+    /// Bytes of the weights (model.safetensors, a .gguf) the hub has sent so far.
     pub fn weights_sent(&self) -> usize {
         self.weights_sent.load(Ordering::SeqCst)
     }
@@ -157,7 +157,7 @@ async fn cdn(
     let Some(bytes) = hub.files.get(&file).cloned() else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let weights = file == "model.safetensors";
+    let weights = file == "model.safetensors" || file.ends_with(".gguf");
     // `Range: bytes=N-`, as a CDN answers it: 206 with the rest.
     if let Some(range) = headers.get(header::RANGE).and_then(|v| v.to_str().ok()) {
         if let Ok(mut r) = hub.ranges.lock() {

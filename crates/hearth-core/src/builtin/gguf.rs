@@ -44,6 +44,8 @@ pub struct GgufInfo {
     pub head_count: Option<u64>,
     pub head_count_kv: Option<u64>,
     pub has_chat_template: bool,
+    /// Its chat template renders tools: the model was taught to call them.
+    pub renders_tools: bool,
     pub tensor_count: u64,
     /// Bytes the file must have for all its tensors (when every tensor type is known).
     pub needed_bytes: Option<u64>,
@@ -249,7 +251,10 @@ pub fn inspect(path: &Path) -> Result<GgufInfo, GgufError> {
             ("general.architecture", Val::Str(s)) => info.architecture = s,
             ("general.name", Val::Str(s)) => info.name = Some(s),
             ("general.alignment", Val::Int(n)) if n > 0 && n <= 1 << 20 => alignment = n,
-            ("tokenizer.chat_template", Val::Str(_)) => info.has_chat_template = true,
+            ("tokenizer.chat_template", Val::Str(t)) => {
+                info.has_chat_template = true;
+                info.renders_tools = t.contains("tools");
+            }
             (_, Val::Int(n)) => ints.push((key, n)),
             _ => {}
         }

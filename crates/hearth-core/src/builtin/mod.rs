@@ -10,6 +10,7 @@
 //! provider's; only [`Launch`](crate::llm::Launch) differs: it starts the worker on first
 //! use and again after it crashed or unloaded itself.
 
+pub mod catalog;
 pub mod gguf;
 pub mod supervisor;
 
@@ -43,7 +44,7 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 
 /// Memory the worker needs beyond the weights and the KV cache (llama.cpp's compute
 /// buffers, the process itself).
-const OVERHEAD_BYTES: u64 = 384 * 1024 * 1024;
+pub(crate) const OVERHEAD_BYTES: u64 = 384 * 1024 * 1024;
 
 /// One installed model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,9 @@ pub struct InstalledModel {
     /// `download` or `file`.
     pub source: String,
     pub added_at: i64,
+    /// Its chat template renders tools (else the chat offers it none).
+    #[serde(default)]
+    pub tools: bool,
 }
 
 /// What Settings → Models and `hearth model list` show of an installed model.
@@ -123,6 +127,68 @@ impl Installed {
     pub fn idle(&self) -> Duration {
         self.idle_s.map_or(DEFAULT_IDLE, Duration::from_secs)
     }
+}
+
+/// The context and memory a catalogue model would get here, and whether it fits (memory
+/// and, for a download, the free disk).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogView {
+    #[serde(flatten)]
+    pub entry: catalog::CatalogEntry,
+    pub context: u32,
+    pub memory_bytes: u64,
+    pub fits: bool,
+    /// The free disk holds it (unknown counts as yes).
+    pub fits_disk: bool,
+    pub recommended: bool,
+    pub installed: bool,
+}
+
+/// Each catalogue model as it would run here, with the one Hearth recommends marked: the
+/// one for the most memory this computer has, among those that fit in memory and on disk.
+pub fn catalog_views(installed: &Installed, models_dir: &Path) -> crate::Result<Vec<CatalogView>> {
+    let total = total_memory();
+    let free = crate::embed::download::free_bytes(&models_dir.join("probe"));
+    let mut views: Vec<CatalogView> = catalog::current()?
+        .into_iter()
+        .map(|entry| {
+            let mut context = installed
+                .context
+                .unwrap_or(DEFAULT_CONTEXT)
+                .min(entry.trained_context)
+                .max(256);
+            let room = total.map(budget);
+            while room.is_some_and(|r| entry.memory_bytes(context) > r)
+                && context / 2 >= MIN_CONTEXT.min(entry.trained_context)
+            {
+                context /= 2;
+            }
+            let memory_bytes = entry.memory_bytes(context);
+            let is_installed = installed.models.iter().any(|m| {
+                m.source == "download" && m.path.file_name().is_some_and(|f| f == entry.file.as_str())
+            });
+            CatalogView {
+                fits: room.is_none_or(|r| memory_bytes <= r),
+                fits_disk: is_installed || free.is_none_or(|f| entry.bytes <= f),
+                context,
+                memory_bytes,
+                recommended: false,
+                installed: is_installed,
+                entry,
+            }
+        })
+        .collect();
+    let gib = total.map_or(u64::MAX, |t| t / (1024 * 1024 * 1024));
+    let pick = views
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.fits && v.fits_disk && u64::from(v.entry.recommended_from_gib) <= gib)
+        .max_by_key(|(_, v)| (v.entry.recommended_from_gib, v.entry.bytes))
+        .map(|(i, _)| i);
+    if let Some(i) = pick {
+        views[i].recommended = true;
+    }
+    Ok(views)
 }
 
 /// This computer's memory in bytes: `HEARTH_TEST_TOTAL_MEMORY` in tests, else what the OS
@@ -302,6 +368,12 @@ pub fn slots(store: &Store, model: Option<String>) -> Result<Option<ModelSlots>>
         fast,
         fallback: None,
     }))
+}
+
+/// Whether the chat may offer tools to the built-in model `name`: only when its template
+/// renders them (a model never taught to call tools would only lose the room they take).
+pub fn offers_tools(store: &Store, name: &str) -> Result<bool> {
+    Ok(Installed::load(store)?.get(name).is_some_and(|m| m.tools))
 }
 
 /// A name for a model file: its stem, lowercased, with anything but letters, digits, `-`,

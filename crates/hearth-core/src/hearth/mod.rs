@@ -17,7 +17,7 @@ mod turn;
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
 
 pub use activity::{ActivityService, RECENT_AUDIT_ENTRIES};
-pub use builtin::{BuiltinService, BuiltinStatus};
+pub use builtin::{BuiltinService, BuiltinStatus, DownloadProgress};
 pub use conversations::ConversationService;
 use embedding::embedder_for;
 pub use embedding::{EmbeddingStatus, LocalModelStatus};
@@ -345,6 +345,15 @@ impl Hearth {
         };
         let mut options = options;
         let mut unavailable = Vec::new();
+        // A built-in model whose template renders no tools was never taught to call them.
+        if options.tools.enabled && models.main.provider.name == crate::builtin::PROVIDER {
+            let (store, name) = (self.inner.store.clone(), models.main.model.clone());
+            let offers =
+                tokio::task::spawn_blocking(move || crate::builtin::offers_tools(&store, &name))
+                    .await
+                    .map_err(|e| Error::Task(e.to_string()))??;
+            options.tools.enabled = offers;
+        }
         if options.tools.enabled {
             // The approved tools of enabled MCP servers join the built-ins, through the
             // same gate. Starting and listing them is bounded in time and pages, and the
