@@ -137,7 +137,21 @@ fn wait_for_apps_of(home: &Path, limit: Duration) {
     }
 }
 
+/// A port free now, below the kernel's ephemeral range (32768 and up on Linux): the OS
+/// never hands one of these to another process's outgoing connection or `bind(0)` in the
+/// moment between this check and the driver's listen (a port from `bind(0)` once went to
+/// someone else there, and WebKitWebDriver could not listen).
 fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..2000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (seed.wrapping_add(n.wrapping_mul(7_919)) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
