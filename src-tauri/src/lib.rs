@@ -10,6 +10,7 @@ pub mod dto;
 mod folders_cmd;
 mod mcp_cmd;
 mod memory_cmd;
+mod models_cmd;
 mod providers_cmd;
 #[cfg(test)]
 mod same_rules_tests;
@@ -80,6 +81,7 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 jobs: Mutex::new(None),
                 watching: Mutex::new(None),
                 consent: std::sync::Arc::new(windows::consent_queue(&handle)),
+                download: Mutex::new(None),
             };
             shortcut::register_at_start(&handle, &state);
             if let Ok(h) = &state.hearth {

@@ -60,6 +60,7 @@ impl Both {
             jobs: Mutex::new(None),
             watching: Mutex::new(None),
             consent: std::sync::Arc::new(hearth_core::ConsentQueue::new(|_| {})),
+            download: Mutex::new(None),
         };
         let app = mock_builder()
             .manage(state)

@@ -26,6 +26,8 @@ pub struct AppState {
     pub watching: Mutex<Option<hearth_core::WatchingFolders>>,
     /// The questions tool calls wait on; the consent window shows and answers them.
     pub consent: std::sync::Arc<hearth_core::ConsentQueue>,
+    /// The built-in model's download running now: its name and how to cancel it.
+    pub download: Mutex<Option<(String, CancellationToken)>>,
 }
 
 impl AppState {

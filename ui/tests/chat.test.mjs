@@ -33,7 +33,7 @@ async function openChat(page, scenario) {
   await page.goto(url(scenario));
   await page.locator('main h1').waitFor();
   if (scenario === 'no-provider') {
-    await page.getByRole('heading', { name: 'Connect a model to start chatting' }).waitFor();
+    await page.getByRole('heading', { name: 'Choose a model to start chatting' }).waitFor();
   } else {
     await page.getByRole('textbox', { name: 'Message Hearth' }).waitFor();
   }
@@ -188,7 +188,7 @@ describe('Chat', () => {
     await openChat(page, 'no-provider');
     await page.getByText('Ollama is running on this computer').waitFor();
     const text = await page.locator('main').innerText();
-    assert.match(text, /No model provider is set up yet\. Hearth can use a model server running on this computer/);
+    assert.match(text, /No model provider is set up yet\. Hearth can run a model on this computer, use a model server you already run/);
     assert.equal(
       await page.locator('main pre code').textContent(),
       'hearth providers add local --preset ollama --model llama3.2',

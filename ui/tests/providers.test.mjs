@@ -336,7 +336,7 @@ describe('Chat without a provider (first run)', () => {
   test('finds Ollama; "Use Ollama" adds it, makes its first model the main one, and chat becomes ready', async (t) => {
     const { page, problems } = await session(t);
     await page.goto(url('chat', 'no-provider'));
-    await page.getByRole('heading', { name: 'Connect a model to start chatting' }).waitFor();
+    await page.getByRole('heading', { name: 'Choose a model to start chatting' }).waitFor();
     const server = page.locator('li.server[data-preset="ollama"]');
     await server.waitFor();
     assert.match(flat(await server.textContent()), /^Ollama is running on this computer — 3 models http:\/\/localhost:11434\/v1 Hearth will answer with llama3\.2/);

@@ -299,3 +299,33 @@ pub struct OpenSourceArgs {
     pub chunk_id: i64,
     pub reveal: bool,
 }
+
+/// The arguments of a command about one built-in model, by name.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct BuiltinNameArgs {
+    pub name: String,
+}
+
+/// The arguments of `use_builtin_model`: the chat's model, or (`fast`) background work's.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct UseBuiltinArgs {
+    pub name: String,
+    pub fast: bool,
+}
+
+/// The arguments of `add_builtin_model`: a GGUF on disk, added in place.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AddBuiltinArgs {
+    pub path: String,
+    pub name: Option<String>,
+}
+
+/// The arguments of `set_idle_unload`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleUnloadArgs {
+    pub seconds: u32,
+}

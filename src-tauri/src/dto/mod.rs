@@ -10,6 +10,7 @@ mod chat;
 mod folders;
 mod mcp;
 mod memory;
+mod models;
 mod providers;
 mod tools;
 
@@ -18,6 +19,7 @@ pub use chat::*;
 pub use folders::*;
 pub use mcp::*;
 pub use memory::*;
+pub use models::*;
 pub use providers::*;
 pub use tools::*;
 
@@ -122,6 +124,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("memory_updated", "MemoryUpdatedEvent"),
     ("embedding_progress", "EmbeddingProgressEvent"),
     ("model_download_progress", "ModelDownloadEvent"),
+    ("builtin_download_progress", "BuiltinDownloadEvent"),
     ("index_progress", "IndexProgressEvent"),
     ("consent_changed", "number"),
 ];
@@ -131,6 +134,10 @@ const IMPORTS: &[&str] = &[
     "AddFolderResultDto",
     "AuditEntryDto",
     "AuditVerifyDto",
+    "BuiltinCatalogDto",
+    "BuiltinDownloadEvent",
+    "BuiltinModelDto",
+    "BuiltinStatusDto",
     "ChatDoneEvent",
     "ChatFailedEvent",
     "ChatStatusDto",

@@ -401,7 +401,10 @@ export function createChatMock(options: {
     }
     if (stopRequested.has(turnId)) stopped = true;
     const slots = providers.slots();
-    const main = slots.from_env ? { provider: 'env', model: 'llama3.2' } : (slots.main ?? { provider: 'local', model: 'llama3.2' });
+    const ready = providers.chatStatus();
+    const main = slots.from_env
+      ? { provider: 'env', model: 'llama3.2' }
+      : (slots.main ?? { provider: ready.provider ?? 'local', model: ready.model ?? 'llama3.2' });
     const answeredBy = scenario === 'fallback' && slots.fallback_enabled && slots.fallback ? slots.fallback : main;
     const turn = turnInfo(answeredBy, history, question, answer);
     if (answeredBy !== main) turn.fallback_from = main.model;

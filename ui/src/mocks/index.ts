@@ -11,6 +11,7 @@
  *   ./folders.ts    watched folders, search over the user's files, an answer's sources
  *   ./consent.ts    the questions before a tool runs (the consent window answers them)
  *   ./mcp.ts        MCP servers on the Tools screen: add, import, approve, review a change
+ *   ./builtin.ts    the built-in model: catalogue, downloads, Settings → Models
  *
  * The handler tables are typed from the generated bindings (./types.ts): adding, removing or
  * changing a command or a DTO in Rust (and regenerating the bindings) breaks `npm run check`.
@@ -45,6 +46,10 @@
  *   __hearthMock.tamperAudit()         the audit log's chain is broken at entry 2 (verify_audit says so)
  *   __hearthMock.setMcpStartDelay(ms)  how long list_mcp_tools takes to start a server (default 0)
  *   __hearthMock.addMcpServerElsewhere(name)  another process adds an MCP server (then store_changed)
+ *   __hearthMock.setBuiltinDelay(ms)   time between built-in model download events (default 60)
+ *   __hearthMock.holdBuiltin() / stepBuiltin(n) / releaseBuiltin()  one download event per step
+ *   __hearthMock.failNextBuiltinDownload()  the next built-in download is refused halfway (hash mismatch)
+ *   __hearthMock.pickModelFile(path|null)   what the OS file picker answers next (null: cancelled)
  *
  * Scenarios (./scenarios.ts): ok (two saved chats, two providers, memories), shortcut-taken,
  * startup-error, key-file, no-provider (nothing configured; Ollama is running), chat-fails,
@@ -58,6 +63,8 @@
  * In any scenario with a model, a message containing "read my notes" runs two tool calls
  * (read_file, then a delete_file the user denies) before its answer (./tool-calls.ts).
  *
+ * Built-in model (see ./builtin.ts): `?memory=GIB` is this computer's memory (default 16).
+ *
  * Search model (see ./embedding.ts): `?embedding=missing|local|provider|off` sets the
  * embedding choice at start (default `missing`: local, not downloaded yet, keyword-only).
  */
@@ -69,6 +76,7 @@ import type { MemoryDto } from '../lib/bindings/MemoryDto';
 import type { MemoryProposalDto } from '../lib/bindings/MemoryProposalDto';
 import type { StatusDto } from '../lib/bindings/StatusDto';
 import { setUndoDelay } from '../main/memory/pending.svelte';
+import { createBuiltinMock } from './builtin';
 import { createChatMock } from './chat';
 import { createConsentMock, type ConsentAnswer } from './consent';
 import { createMcpMock } from './mcp';
@@ -121,6 +129,12 @@ export type MockControl = {
   tamperAudit(): void;
   setMcpStartDelay(ms: number): void;
   addMcpServerElsewhere(name: string): void;
+  setBuiltinDelay(ms: number): void;
+  holdBuiltin(): void;
+  stepBuiltin(count?: number): void;
+  releaseBuiltin(): void;
+  failNextBuiltinDownload(): void;
+  pickModelFile(path: string | null): void;
 };
 
 declare global {
@@ -146,7 +160,9 @@ export function installMocks(
   const send = <K extends keyof Events>(event: K, payload: Events[K]): Promise<void> => emit(event, payload);
 
   const settings = createSettingsMock({ scenario, emit: send });
-  const providers = createProvidersMock({ scenario, delay: () => chat.delay() });
+  const memoryGib = Number(new URLSearchParams(window.location.search).get('memory') ?? '16') || 16;
+  const builtin = createBuiltinMock({ emit: send, memoryGib });
+  const providers = createProvidersMock({ scenario, delay: () => chat.delay(), builtin: () => builtin.main() });
   // Chat and memory need each other (an answer may teach; learning follows the chat's pace).
   const chat = createChatMock({ scenario, providers, memory: () => memory, folders: () => folders, emit: send });
   const folders = createFoldersMock({ seeded: scenario !== 'startup-error', emit: send });
@@ -185,6 +201,7 @@ export function installMocks(
     ...memory.handlers,
     ...embedding.handlers,
     ...folders.handlers,
+    ...builtin.handlers,
   };
 
   const calls: IpcCall[] = [];
@@ -241,6 +258,12 @@ export function installMocks(
     tamperAudit: () => consent.tamperAudit(),
     setMcpStartDelay: (ms) => mcp.setStartDelay(ms),
     addMcpServerElsewhere: (name) => mcp.addElsewhere(name),
+    setBuiltinDelay: (ms) => builtin.setDelay(ms),
+    holdBuiltin: () => builtin.hold(),
+    stepBuiltin: (count) => builtin.step(count),
+    releaseBuiltin: () => builtin.release(),
+    failNextBuiltinDownload: () => builtin.failNextDownload(),
+    pickModelFile: (path) => builtin.pickModelFile(path),
   };
   window.__hearthMock = control;
   return control;

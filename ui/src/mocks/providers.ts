@@ -120,6 +120,8 @@ export function createProvidersMock(options: {
   scenario: Scenario;
   /** The mock's pace (ms): tests and detection wait at most 150 ms of it. */
   delay: () => number;
+  /** The built-in model the chat would use (with no provider configured), if installed. */
+  builtin: () => string | null;
 }): ProvidersMock {
   const { scenario } = options;
   const providers: StoredProvider[] =
@@ -155,7 +157,11 @@ export function createProvidersMock(options: {
 
   function chatStatus(): ChatStatusDto {
     if (slots.from_env) return { ready: true, provider: 'env', model: 'llama3.2', hint: null };
-    if (slots.main === null) return { ...NO_PROVIDER_CHAT };
+    if (slots.main === null) {
+      const builtin = options.builtin();
+      if (builtin !== null) return { ready: true, provider: 'builtin', model: builtin, hint: null };
+      return { ...NO_PROVIDER_CHAT };
+    }
     return { ready: true, provider: slots.main.provider, model: slots.main.model, hint: null };
   }
 

@@ -47,7 +47,7 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(600);
 pub(crate) const OVERHEAD_BYTES: u64 = 384 * 1024 * 1024;
 
 /// One installed model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InstalledModel {
     pub name: String,
     /// The GGUF file: in the data folder's `models/` when downloaded, where the user keeps
@@ -63,10 +63,13 @@ pub struct InstalledModel {
     /// Its chat template renders tools (else the chat offers it none).
     #[serde(default)]
     pub tools: bool,
+    /// Generation speed measured on this computer at its last use, in tokens per second.
+    #[serde(default)]
+    pub tokens_per_s: Option<f64>,
 }
 
 /// What Settings → Models and `hearth model list` show of an installed model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelView {
     #[serde(flatten)]
     pub model: InstalledModel,
@@ -82,7 +85,7 @@ pub struct ModelView {
 }
 
 /// The installed models and the user's choices, as saved.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Installed {
     pub models: Vec<InstalledModel>,
     pub main: Option<String>,
@@ -372,6 +375,22 @@ pub fn slots(store: &Store, model: Option<String>) -> Result<Option<ModelSlots>>
 
 /// Whether the chat may offer tools to the built-in model `name`: only when its template
 /// renders them (a model never taught to call tools would only lose the room they take).
+/// Records the generation speed of `name` measured over a streamed answer: `tokens`
+/// output tokens whose text arrived over `secs` (the first token's time is not counted:
+/// it is prompt processing). Too short an answer measures nothing.
+pub fn record_speed(store: &Store, name: &str, tokens: u64, secs: f64) -> Result<()> {
+    if tokens < 8 || secs <= 0.0 {
+        return Ok(());
+    }
+    let mut installed = Installed::load(store)?;
+    let Some(model) = installed.models.iter_mut().find(|m| m.name == name) else {
+        return Ok(());
+    };
+    let rate = (tokens - 1) as f64 / secs;
+    model.tokens_per_s = Some((rate * 10.0).round() / 10.0);
+    installed.save(store)
+}
+
 pub fn offers_tools(store: &Store, name: &str) -> Result<bool> {
     Ok(Installed::load(store)?.get(name).is_some_and(|m| m.tools))
 }

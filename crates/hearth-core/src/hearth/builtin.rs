@@ -98,6 +98,7 @@ impl BuiltinService {
             source: "file".into(),
             added_at: crate::time::now_millis(),
             tools: info.renders_tools,
+            tokens_per_s: None,
         };
         installed.models.retain(|m| m.name != name);
         installed.models.push(model.clone());
@@ -313,6 +314,7 @@ impl BuiltinService {
                 source: "download".into(),
                 added_at: crate::time::now_millis(),
                 tools: info.renders_tools,
+                tokens_per_s: None,
             };
             installed.models.retain(|m| m.name != entry.name);
             installed.models.push(model.clone());

@@ -367,8 +367,31 @@ impl Hearth {
                 () = cancel.cancelled() => {}
             }
         }
-        let mut outcome = crate::chat::run_turn(&ctx, options, on_event).await?;
+        // When the answer's text came, for the built-in model's measured speed.
+        let mut on_event = on_event;
+        let mut streamed: Option<(std::time::Instant, std::time::Instant)> = None;
+        let timed = |event: crate::chat::TurnEvent<'_>| {
+            if matches!(event, crate::chat::TurnEvent::Text(_)) {
+                let now = std::time::Instant::now();
+                streamed = Some(streamed.map_or((now, now), |(first, _)| (first, now)));
+            }
+            on_event(event);
+        };
+        let mut outcome = crate::chat::run_turn(&ctx, options, timed).await?;
         outcome.tools_unavailable = unavailable;
+        if outcome.provider == crate::builtin::PROVIDER
+            && outcome.tool_calls.is_empty()
+            && let (Some((first, last)), Some(usage)) = (streamed, outcome.usage)
+        {
+            let store = self.inner.store.clone();
+            let name = outcome.model.clone();
+            let secs = last.duration_since(first).as_secs_f64();
+            // Best effort: a speed not recorded is only a figure Settings does not show.
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::builtin::record_speed(&store, &name, usage.output_tokens, secs)
+            })
+            .await;
+        }
         if outcome.learn_job.is_some() {
             // Answer, then learn: the app's memory worker takes the job now; the CLI runs
             // it itself (see `JobRunner::run_job`).

@@ -2,6 +2,10 @@
 import type { AddFolderResultDto } from "./AddFolderResultDto";
 import type { AuditEntryDto } from "./AuditEntryDto";
 import type { AuditVerifyDto } from "./AuditVerifyDto";
+import type { BuiltinCatalogDto } from "./BuiltinCatalogDto";
+import type { BuiltinDownloadEvent } from "./BuiltinDownloadEvent";
+import type { BuiltinModelDto } from "./BuiltinModelDto";
+import type { BuiltinStatusDto } from "./BuiltinStatusDto";
 import type { ChatDoneEvent } from "./ChatDoneEvent";
 import type { ChatFailedEvent } from "./ChatFailedEvent";
 import type { ChatStatusDto } from "./ChatStatusDto";
@@ -149,6 +153,16 @@ reason: string | null, }; result: boolean };
  * `read`, `write` or `destructive`.
  */
 risk: string, }; result: null };
+  builtin_catalog: { args: Record<string, never>; result: Array<BuiltinCatalogDto> };
+  list_builtin_models: { args: Record<string, never>; result: Array<BuiltinModelDto> };
+  builtin_status: { args: Record<string, never>; result: BuiltinStatusDto };
+  download_builtin_model: { args: { name: string, }; result: BuiltinModelDto };
+  cancel_builtin_download: { args: Record<string, never>; result: null };
+  pick_model_file: { args: Record<string, never>; result: string | null };
+  add_builtin_model: { args: { path: string, name: string | null, }; result: BuiltinModelDto };
+  remove_builtin_model: { args: { name: string, }; result: null };
+  use_builtin_model: { args: { name: string, fast: boolean, }; result: BuiltinModelDto };
+  set_idle_unload: { args: { seconds: number, }; result: BuiltinStatusDto };
 };
 
 /** Every event the shell emits and its payload. */
@@ -164,6 +178,7 @@ export type Events = {
   memory_updated: MemoryUpdatedEvent;
   embedding_progress: EmbeddingProgressEvent;
   model_download_progress: ModelDownloadEvent;
+  builtin_download_progress: BuiltinDownloadEvent;
   index_progress: IndexProgressEvent;
   consent_changed: number;
 };
