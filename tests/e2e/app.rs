@@ -2248,3 +2248,140 @@ async fn mcp_tool_rows(
     }
     ready(&rows).then_some(rows)
 }
+
+/// A catalogue of one model, the test GGUF, served by a hub on 127.0.0.1 that sends it
+/// slowly enough to watch: the first run offers it, downloads it with its progress inline,
+/// and the chat answers with it, streamed by the real engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn first_run_downloads_the_built_in_model_with_its_progress_and_it_answers() {
+    use hearth_testkit::hub::{COMMIT, HubMode, HubServer};
+    use sha2::{Digest, Sha256};
+    let gguf = std::env::var_os("HEARTH_TEST_GGUF")
+        .expect("HEARTH_TEST_GGUF: scripts/test.sh sets it (scripts/fetch-llm.sh)");
+    let bytes = std::fs::read(&gguf).expect("the test model");
+    let sha: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (repo, file) = ("test/smollm2-gguf", "smollm2-135m-instruct-q4_1.gguf");
+    let hub = HubServer::start(
+        repo,
+        [(file.to_owned(), bytes.clone())].into(),
+        HubMode::Paced(Duration::from_millis(40)),
+    )
+    .await;
+    let sandbox = Sandbox::new();
+    let catalog = sandbox.root.join("catalog.json");
+    let entry = json!([{
+        "name": "smollm2", "label": "SmolLM2 135M Instruct", "family": "llama",
+        "parameters": "135M", "quantisation": "Q4_1", "repo": repo, "revision": COMMIT,
+        "file": file, "bytes": bytes.len(), "sha256": sha, "sha256_source": "the test",
+        "trained_context": 8192, "kv_bytes_per_token": 23040, "licence": "Apache-2.0",
+        "tools": false, "recommended_from_gib": 0
+    }]);
+    std::fs::write(&catalog, entry.to_string()).expect("catalog");
+    let catalog = catalog.to_string_lossy().into_owned();
+    let (_driver, client) = open_main(
+        &sandbox,
+        &[
+            ("HEARTH_MODEL_CATALOG", catalog.as_str()),
+            ("HEARTH_MODEL_HUB", hub.endpoint.as_str()),
+        ],
+    )
+    .await;
+
+    // The first choice: the built-in model, its name and size.
+    let offer = eventually("the built-in model's offer", || async {
+        text_of(&client, "[data-testid='builtin-choice']").await
+    })
+    .await;
+    assert!(
+        offer.contains("Use a built-in model — SmolLM2 135M Instruct,"),
+        "{offer}"
+    );
+    assert!(offer.contains("nothing you say leaves it"), "{offer}");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("builtin-first-run.png"), png).expect("save screenshot");
+
+    client
+        .find(Locator::XPath(
+            "//button[normalize-space()='Download and use']",
+        ))
+        .await
+        .expect("Download and use")
+        .click()
+        .await
+        .expect("click");
+    // Progress as it arrives: bytes of the total, then a rate.
+    let progress = eventually("the download's progress", || async {
+        let text = text_of(&client, "[data-testid='builtin-progress-text']").await?;
+        (text.contains(" of ") && text.contains("/s")).then_some(text)
+    })
+    .await;
+    assert!(progress.contains("MB"), "{progress}");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("builtin-downloading.png"), png).expect("save screenshot");
+
+    // Installed: the chat is ready and uses it.
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(
+        text_of(&client, ".pane-head .model").await.as_deref(),
+        Some("smollm2 · builtin")
+    );
+    assert_eq!(hub.weights_sent(), bytes.len(), "the file came once, whole");
+    composer.send_keys("Say hello to Ada.").await.expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    eventually("the turn to finish", || async {
+        client
+            .find(Locator::XPath("//button[normalize-space()='Send']"))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    let answer = eventually("a non-empty answer with its usage", || async {
+        let article = client
+            .find(Locator::Css("[role='log'] article.assistant"))
+            .await
+            .ok()?;
+        let text = article
+            .find(Locator::Css(".text"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        let usage = article
+            .find(Locator::Css(".usage"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (!text.trim().is_empty() && usage.contains("smollm2")).then_some((text, usage))
+    })
+    .await;
+    assert!(answer.1.contains("tokens"), "{answer:?}");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("builtin-answer.png"), png).expect("save screenshot");
+
+    // The CLI sees the same installed model, downloaded into the data folder.
+    let listed = cli_json(&sandbox, &["--json", "model", "list"]);
+    let installed = listed["installed"]
+        .as_array()
+        .expect("installed models")
+        .iter()
+        .find(|m| m["name"] == "smollm2")
+        .cloned()
+        .expect("smollm2 installed");
+    assert_eq!(installed["source"], "download");
+    assert!(installed["main"].as_bool().unwrap_or(false), "{installed}");
+    client.close().await.expect("end session");
+}

@@ -30,6 +30,9 @@ pub enum HubMode {
     TamperTokenizer,
     /// Streams config.json forever, with no length (a hostile or broken server).
     EndlessConfig,
+    /// Sends the weights 1 MiB at a time with this pause between (a test watches the
+    /// download's progress).
+    Paced(std::time::Duration),
 }
 
 #[derive(Clone)]
@@ -217,6 +220,26 @@ async fn cdn(
     }
     if weights {
         hub.weights_sent.fetch_add(bytes.len(), Ordering::SeqCst);
+    }
+    if let (HubMode::Paced(pause), true) = (hub.mode, weights) {
+        let total = bytes.len();
+        let chunks = futures_util::stream::unfold(0usize, move |at| {
+            let bytes = bytes.clone();
+            async move {
+                if at >= bytes.len() {
+                    return None;
+                }
+                if at > 0 {
+                    tokio::time::sleep(pause).await;
+                }
+                let end = (at + (1 << 20)).min(bytes.len());
+                Some((Ok::<Bytes, std::io::Error>(bytes.slice(at..end)), end))
+            }
+        });
+        return Response::builder()
+            .header(header::CONTENT_LENGTH, total)
+            .body(Body::from_stream(chunks))
+            .expect("response");
     }
     bytes.into_response()
 }
