@@ -32,10 +32,15 @@ fn line(m: &BuiltinModel) -> String {
     } else {
         format!("  [{}]", marks.join(", "))
     };
+    let speed = m
+        .model
+        .tokens_per_s
+        .map(|t| format!(", {t:.1} tokens/s here at its last answer"))
+        .unwrap_or_default();
     let fit = match &m.problem {
         Some(p) => format!("cannot run: {p}"),
         None => format!(
-            "{} on disk, needs {} of memory at {} tokens of context",
+            "{} on disk, needs {} of memory at {} tokens of context{speed}",
             size(m.model.bytes),
             size(m.memory_bytes),
             m.context

@@ -105,12 +105,22 @@ fn a_chat_with_no_provider_is_answered_by_the_built_in_model() {
     );
 
     // Streaming to a terminal-less stdout: the answer's text, nothing else.
-    let plain = run(hearth(
-        &home,
-        &["chat", "--no-wait", "--no-tools", "Say hello."],
-    ));
+    // (At least 16 tokens, so the answer measures the model's speed here.)
+    let mut c = hearth(&home, &["chat", "--no-wait", "--no-tools", "Say hello."]);
+    c.env("HEARTH_TEST_LLAMA_MIN_TOKENS", "16");
+    let plain = run(c);
     assert!(plain.status.success());
     assert!(!String::from_utf8_lossy(&plain.stdout).trim().is_empty());
+    // Its speed on this computer, measured over that answer, is kept with the model.
+    let listed = json(&run(hearth(&home, &["--json", "model", "list"])));
+    let speed = listed["installed"][0]["tokens_per_s"].as_f64();
+    assert!(speed.is_some_and(|s| s > 0.0), "{listed}");
+    let text = run(hearth(&home, &["model", "list"]));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("tokens/s here at its last answer"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
 
     let status = json(&run(hearth(&home, &["--json", "model", "status"])));
     assert_eq!(status["engine_installed"], true);
