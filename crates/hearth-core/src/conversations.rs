@@ -70,6 +70,7 @@ fn encoding_name(e: Encoding) -> &'static str {
         Encoding::O200kBase => "o200k_base",
         Encoding::Cl100kBase => "cl100k_base",
         Encoding::Estimated => "estimated",
+        Encoding::Model(_) => "model",
     }
 }
 

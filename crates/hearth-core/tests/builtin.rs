@@ -112,6 +112,22 @@ async fn a_chat_with_no_provider_is_answered_by_the_built_in_model_and_turn_two_
     assert_eq!(one.model, "smollm2");
     let u1 = one.usage.expect("usage in the model's tokens");
     assert!(u1.input_tokens > 0 && u1.output_tokens > 0, "{u1:?}");
+    // The prompt was budgeted in the model's own tokens: the worker counted its texts in
+    // one call, and the context inspector's zones are in those counts, not an estimate.
+    use hearth_core::tokens::{Encoding, ModelTokens};
+    let tokens = ModelTokens::for_key("builtin:smollm2");
+    assert!(tokens.learned() > 0, "the model counted the prompt's texts");
+    let system = hearth_core::chat::SYSTEM_PROMPT;
+    let model_count = Encoding::Model(tokens).count(system) as u32;
+    assert_ne!(
+        model_count,
+        Encoding::Estimated.count(system) as u32,
+        "the model's count is its own"
+    );
+    assert_eq!(
+        one.zones.system,
+        model_count + hearth_core::context::MESSAGE_OVERHEAD
+    );
 
     // Learning from turn 1 calls the same model (the fast slot) in between: it lands in
     // another cache slot and does not evict the conversation's.

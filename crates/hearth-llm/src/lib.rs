@@ -313,6 +313,52 @@ impl LlmClient {
         Ok(models)
     }
 
+    /// Token counts of `texts` in the model's own tokenizer, from a server that offers
+    /// `POST {base}/tokenize` with `{"texts": [...]}` → `{"counts": [...]}` (the built-in
+    /// model's worker). At most [`limits::MAX_COUNT_TEXTS`] texts per call; a reply that
+    /// does not give one count per text is refused.
+    pub async fn count_tokens(
+        &self,
+        provider: &Provider,
+        texts: &[String],
+    ) -> Result<Vec<u32>, LlmError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let live = live(provider).await?;
+        let provider = live.as_ref();
+        let url = format!("{}/tokenize", provider.base_url.trim_end_matches('/'));
+        let req = http::authorized(&self.http, provider, reqwest::Method::POST, &url)?
+            .json(&serde_json::json!({ "texts": texts }));
+        let never = CancellationToken::new();
+        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
+            Ok(http::Sent::Response(r)) => r,
+            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
+            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
+        };
+        let body = self
+            .json_body(
+                provider,
+                response,
+                "the token counts",
+                limits::MAX_LISTING_BODY,
+            )
+            .await?;
+        let counts: Vec<u32> = body["counts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_u64().and_then(|c| u32::try_from(c).ok()))
+            .collect();
+        if counts.len() != texts.len() {
+            return Err(LlmError::Protocol {
+                provider: provider.name.clone(),
+                detail: "the token counts do not match the texts".into(),
+            });
+        }
+        Ok(counts)
+    }
+
     /// The models of an Ollama server with their context windows: the list from
     /// `GET /api/tags`, each window from `POST /api/show` (`model_info.<arch>.context_length`).
     /// `provider.base_url` is the OpenAI-compatible one (`…/v1`); the native API is at its

@@ -39,3 +39,6 @@ pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 /// Characters of a redirect's `Location` shown in the error.
 pub const MAX_LOCATION_SHOWN: usize = 200;
+
+/// The most texts one token-count call sends (the built-in worker's own limit).
+pub const MAX_COUNT_TEXTS: usize = 4096;

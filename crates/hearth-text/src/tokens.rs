@@ -6,6 +6,15 @@
 //! ([`ESTIMATE_MARGIN`]): BPE vocabularies of that size tokenise prose within about ±15% of
 //! each other, and code and CJK are counted as tokens, never as characters/4. Encoders load
 //! once per process.
+//!
+//! A model whose server counts tokens (the built-in model's worker) gets
+//! [`Encoding::Model`]: counts learned from its own tokenizer, cached per model for the
+//! process. A text not learned yet is estimated, and remembered as a miss the caller fetches
+//! in one batch ([`ModelTokens::take_misses`]) and teaches back ([`ModelTokens::learn`]).
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use tiktoken_rs::CoreBPE;
 
@@ -22,6 +31,128 @@ pub enum Encoding {
     Cl100kBase,
     /// `o200k_base` × [`ESTIMATE_MARGIN`], rounded up.
     Estimated,
+    /// The model's own tokenizer, through its server: exact for texts it has counted,
+    /// [`Encoding::Estimated`] for the others until they are learned.
+    Model(ModelTokens),
+}
+
+/// Counts a model's tokenizer gave, cached for the process (one per model key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelTokens(u32);
+
+/// The most counts kept per model; past it the cache starts again.
+const MAX_KNOWN: usize = 100_000;
+/// The most misses kept for one batch, and their bytes.
+const MAX_MISSES: usize = 4096;
+const MAX_MISS_BYTES: usize = 4 * 1024 * 1024;
+
+#[derive(Default)]
+struct Counts {
+    known: HashMap<u64, u32>,
+    misses: Vec<String>,
+    missed: HashSet<u64>,
+    miss_bytes: usize,
+    /// Misses are remembered only between `start_recording` and `take_misses`.
+    recording: bool,
+}
+
+/// Each model's key and its counts.
+type Registry = Vec<(String, Arc<Mutex<Counts>>)>;
+
+static MODELS: LazyLock<Mutex<Registry>> = LazyLock::new(|| Mutex::new(Vec::new()));
+
+fn key_of(text: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+impl ModelTokens {
+    /// The cache of the model `key` (e.g. `builtin:<name>`), made on first use.
+    pub fn for_key(key: &str) -> Self {
+        let Ok(mut models) = MODELS.lock() else {
+            return Self(u32::MAX);
+        };
+        if let Some(i) = models.iter().position(|(k, _)| k == key) {
+            return Self(i as u32);
+        }
+        models.push((key.to_owned(), Arc::default()));
+        Self((models.len() - 1) as u32)
+    }
+
+    fn counts(self) -> Option<Arc<Mutex<Counts>>> {
+        MODELS
+            .lock()
+            .ok()?
+            .get(self.0 as usize)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// The learned count of `text`, or `None` (then it is remembered as a miss).
+    fn lookup(self, text: &str) -> Option<u32> {
+        let counts = self.counts()?;
+        let mut c = counts.lock().ok()?;
+        let key = key_of(text);
+        if let Some(n) = c.known.get(&key) {
+            return Some(*n);
+        }
+        if c.recording
+            && c.misses.len() < MAX_MISSES
+            && c.miss_bytes + text.len() <= MAX_MISS_BYTES
+            && c.missed.insert(key)
+        {
+            c.miss_bytes += text.len();
+            c.misses.push(text.to_owned());
+        }
+        None
+    }
+
+    /// From now on, texts not learned yet are remembered (for [`Self::take_misses`]).
+    pub fn start_recording(self) {
+        if let Some(c) = self.counts()
+            && let Ok(mut c) = c.lock()
+        {
+            c.recording = true;
+        }
+    }
+
+    /// The texts counted by estimate while recording, to be counted by the model; stops
+    /// recording.
+    pub fn take_misses(self) -> Vec<String> {
+        let Some(counts) = self.counts() else {
+            return Vec::new();
+        };
+        let Ok(mut c) = counts.lock() else {
+            return Vec::new();
+        };
+        c.recording = false;
+        c.missed.clear();
+        c.miss_bytes = 0;
+        std::mem::take(&mut c.misses)
+    }
+
+    /// Teaches the model's counts of `texts` (one count per text).
+    pub fn learn(self, texts: &[String], counts: &[u32]) {
+        let Some(cache) = self.counts() else {
+            return;
+        };
+        let Ok(mut c) = cache.lock() else {
+            return;
+        };
+        if c.known.len() + texts.len() > MAX_KNOWN {
+            c.known.clear();
+        }
+        for (text, n) in texts.iter().zip(counts) {
+            c.known.insert(key_of(text), *n);
+        }
+    }
+
+    /// How many counts are learned (for tests and status).
+    pub fn learned(self) -> usize {
+        self.counts()
+            .and_then(|c| c.lock().ok().map(|c| c.known.len()))
+            .unwrap_or(0)
+    }
 }
 
 impl Encoding {
@@ -55,7 +186,7 @@ impl Encoding {
         }
     }
 
-    /// Whether counts are exact for the model.
+    /// Whether counts are exact for the model (a model's own counts are, once learned).
     pub fn is_exact(self) -> bool {
         self != Encoding::Estimated
     }
@@ -63,12 +194,20 @@ impl Encoding {
     fn bpe(self) -> &'static CoreBPE {
         match self {
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Encoding::O200kBase | Encoding::Estimated => tiktoken_rs::o200k_base_singleton(),
+            Encoding::O200kBase | Encoding::Estimated | Encoding::Model(_) => {
+                tiktoken_rs::o200k_base_singleton()
+            }
         }
     }
 
     /// Tokens in `text` (special-token strings in user text count as ordinary text).
     pub fn count(self, text: &str) -> usize {
+        if let Encoding::Model(m) = self {
+            if let Some(n) = m.lookup(text) {
+                return n as usize;
+            }
+            return Encoding::Estimated.count(text);
+        }
         let n = self.bpe().encode_ordinary(text).len();
         match self {
             Encoding::Estimated => (n as f64 * ESTIMATE_MARGIN).ceil() as usize,
@@ -87,6 +226,47 @@ mod tests {
         assert_eq!(Encoding::for_model("openai/gpt-4.1"), Encoding::O200kBase);
         assert_eq!(Encoding::for_model("gpt-4-turbo"), Encoding::Cl100kBase);
         assert_eq!(Encoding::for_model("llama3.2:3b"), Encoding::Estimated);
+    }
+
+    #[test]
+    fn a_models_own_counts_are_used_once_learned_and_misses_are_batched() {
+        let m = ModelTokens::for_key("test:model-a");
+        assert_eq!(
+            ModelTokens::for_key("test:model-a"),
+            m,
+            "one cache per model"
+        );
+        assert_ne!(ModelTokens::for_key("test:model-b"), m);
+        let enc = Encoding::Model(m);
+        let text = "The quick brown fox jumps over the lazy dog.";
+        enc.count("not recording");
+        m.start_recording();
+        assert_eq!(
+            enc.count(text),
+            Encoding::Estimated.count(text),
+            "a miss is estimated"
+        );
+        enc.count(text);
+        enc.count("another text");
+        let misses = m.take_misses();
+        assert_eq!(
+            misses,
+            vec![text.to_owned(), "another text".to_owned()],
+            "each miss once"
+        );
+        m.start_recording();
+        assert!(m.take_misses().is_empty());
+        m.learn(&misses, &[7, 2]);
+        assert_eq!(enc.count(text), 7);
+        assert_eq!(enc.count("another text"), 2);
+        m.start_recording();
+        enc.count(text);
+        assert!(m.take_misses().is_empty(), "a learned text is no miss");
+        // Another model's cache is its own.
+        assert_eq!(
+            Encoding::Model(ModelTokens::for_key("test:model-b")).count(text),
+            Encoding::Estimated.count(text)
+        );
     }
 
     #[test]

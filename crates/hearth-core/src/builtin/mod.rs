@@ -375,6 +375,19 @@ pub fn slots(store: &Store, model: Option<String>) -> Result<Option<ModelSlots>>
 
 /// Whether the chat may offer tools to the built-in model `name`: only when its template
 /// renders them (a model never taught to call tools would only lose the room they take).
+/// How tokens are counted for `model`: the built-in model's own tokenizer (learned from
+/// its worker, see `chat::learn_counts`), else by the model's name.
+pub fn encoding_for(model: &crate::llm::ChatModel) -> crate::tokens::Encoding {
+    if model.provider.name == PROVIDER {
+        crate::tokens::Encoding::Model(crate::tokens::ModelTokens::for_key(&format!(
+            "builtin:{}",
+            model.model
+        )))
+    } else {
+        crate::tokens::Encoding::for_model(&model.model)
+    }
+}
+
 /// Records the generation speed of `name` measured over a streamed answer: `tokens`
 /// output tokens whose text arrived over `secs` (the first token's time is not counted:
 /// it is prompt processing). Too short an answer measures nothing.

@@ -91,7 +91,7 @@ impl<'a> ModelCaller<'a> {
             let failed = self.model;
             self.fallback_from = Some((failed.model.clone(), error.to_string()));
             self.model = fallback;
-            self.encoding = Encoding::for_model(&fallback.model);
+            self.encoding = crate::builtin::encoding_for(fallback);
             self.window = models.window_for(fallback);
             self.retried_smaller = false;
             return Recovery {

@@ -10,7 +10,6 @@ use crate::context;
 use crate::conversations::{Conversations, MessageState};
 use crate::llm::ChatRequest;
 use crate::models::ModelTable;
-use crate::tokens::Encoding;
 use crate::types::{Message, Role, Usage};
 use crate::usage::{self, Call};
 
@@ -104,7 +103,7 @@ pub(super) async fn compact_if_needed(
                 },
             )?;
             let up_to = old.last().map(|m| m.id).unwrap_or(after);
-            let encoding = Encoding::for_model(&fast.model);
+            let encoding = crate::builtin::encoding_for(fast);
             convs.save_summary(id, up_to, done.text.trim(), encoding, &fast.model)?;
             tracing::info!(compacted = old.len(), "compacted conversation history");
             Ok((Some(done.text.trim().to_owned()), pairs(keep)))

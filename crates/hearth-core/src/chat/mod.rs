@@ -163,6 +163,33 @@ pub(crate) async fn run_turn(
     run_stages(ctx, opts, on_event).instrument(span).await
 }
 
+/// With a model that counts its own tokens (the built-in one): a first assembly finds the
+/// texts not counted yet, the model counts them in one call, and the prompt is then
+/// assembled in its tokens. Counts stay cached per model, so a later turn sends only what
+/// is new. A failure keeps the estimates, which err on the side of fitting.
+async fn learn_counts(
+    ctx: &TurnContext<'_>,
+    prompt: &assemble::Prompt<'_>,
+    window: u32,
+    encoding: crate::tokens::Encoding,
+) {
+    let crate::tokens::Encoding::Model(tokens) = encoding else {
+        return;
+    };
+    tokens.start_recording();
+    let _ = prompt.assemble(window, encoding);
+    let misses = tokens.take_misses();
+    for batch in misses.chunks(crate::llm::limits::MAX_COUNT_TEXTS) {
+        match ctx.client.count_tokens(&ctx.slots.main.provider, batch).await {
+            Ok(counts) => tokens.learn(batch, &counts),
+            Err(e) => {
+                tracing::warn!(code = e.code(), "the model could not count tokens; estimating");
+                return;
+            }
+        }
+    }
+}
+
 async fn run_stages(
     ctx: &TurnContext<'_>,
     opts: ChatOptions,
@@ -196,6 +223,7 @@ async fn run_stages(
         None => None,
     };
     prompt.set_tool_schemas(schemas);
+    learn_counts(ctx, &prompt, turn.window, turn.encoding).await;
     let assembled = match prompt.assemble(turn.window, turn.encoding) {
         Ok(a) => a,
         Err(e) => {

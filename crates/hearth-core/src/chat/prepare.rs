@@ -42,7 +42,7 @@ pub(super) async fn prepare(ctx: &TurnContext<'_>, opts: &ChatOptions) -> Result
     let model = &ctx.slots.main;
     let convs = Conversations::new(ctx.store.clone());
     let models = Models::new(ctx.store.clone()).table()?;
-    let encoding = Encoding::for_model(&model.model);
+    let encoding = crate::builtin::encoding_for(model);
     let started = Instant::now();
     let window = models.window_for(model);
     if opts.redo != Redo::No && (opts.temporary || opts.conversation.is_none()) {
