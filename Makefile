@@ -36,3 +36,4 @@ lint:
 ## Benchmarks: prints numbers; never part of `make test`.
 bench:
 	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed --bench folders
+	HEARTH_BENCH_GGUFS="$$(scripts/fetch-llm.sh):$$(scripts/fetch-bench-llm.sh)" cargo bench -p hearth-llama --bench engine

@@ -443,14 +443,33 @@ impl Engine<'_, '_> {
         } else {
             None
         };
+        // Without a grammar, the next token is drawn from the model's top candidates, picked
+        // in one pass over the logits: the same choice as llama.cpp's top-k first chain, with
+        // no copy of the whole vocabulary per token (3 MB for a 262k-token vocabulary).
+        let mut quick = (job.grammar.is_none()).then(|| QuickSampler::new(&job));
+        let ends: Vec<bool> = if self.min_tokens > 0 {
+            let mut ends = vec![false; usize::try_from(self.model.n_vocab()).unwrap_or(0)];
+            for t in vocab.tokens().filter(|&t| vocab.is_eog(t)) {
+                if let Some(e) = usize::try_from(t.0).ok().and_then(|i| ends.get_mut(i)) {
+                    *e = true;
+                }
+            }
+            ends
+        } else {
+            Vec::new()
+        };
         let mut decoder = encoding_rs::UTF_8.new_decoder();
         let mut produced: u32 = 0;
         let mut reason = "length";
         let room = window.saturating_sub(prompt_len + 1);
         let limit = job.max_tokens.min(u32::try_from(room).unwrap_or(u32::MAX));
         while produced < limit {
-            let mut token = match early.as_mut() {
-                Some(e) if produced < self.min_tokens => {
+            let banned = (produced < self.min_tokens && !ends.is_empty()).then_some(&ends[..]);
+            let mut token = match (quick.as_mut(), early.as_mut()) {
+                (Some(q), _) => q
+                    .sample(self.ctx.get_logits_ith(-1), banned)
+                    .ok_or("the model gave no usable next token")?,
+                (None, Some(e)) if produced < self.min_tokens => {
                     let t = e.sample(self.ctx, -1);
                     sampler.accept(t);
                     t
@@ -544,9 +563,109 @@ impl Engine<'_, '_> {
     }
 }
 
+/// How many candidates a sampled (not greedy) token is drawn from, as `top_k(40)`.
+const TOP_K: usize = 40;
+
+/// Picks the next token from the logits: the best one at temperature 0, else one drawn
+/// from the `TOP_K` best by llama.cpp's own top-p, min-p, temperature and dist samplers.
+struct QuickSampler {
+    greedy: bool,
+    rest: Option<LlamaSampler>,
+    best: Vec<(f32, i32)>,
+}
+
+impl QuickSampler {
+    fn new(job: &Job) -> Self {
+        let greedy = job.temperature <= 0.0;
+        Self {
+            greedy,
+            rest: (!greedy).then(|| {
+                LlamaSampler::chain_simple([
+                    LlamaSampler::top_p(0.95, 1),
+                    LlamaSampler::min_p(0.05, 1),
+                    LlamaSampler::temp(job.temperature),
+                    LlamaSampler::dist(rand_seed()),
+                ])
+            }),
+            best: Vec::with_capacity(TOP_K + 1),
+        }
+    }
+
+    /// The next token; `banned` marks tokens that may not come now (end tokens before the
+    /// minimum length). `None` when no logit is a number.
+    fn sample(&mut self, logits: &[f32], banned: Option<&[bool]>) -> Option<LlamaToken> {
+        let k = if self.greedy { 1 } else { TOP_K };
+        top_k(logits, k, banned, &mut self.best);
+        if self.greedy || self.best.len() == 1 {
+            return self.best.first().map(|&(_, t)| LlamaToken::new(t));
+        }
+        let data = self
+            .best
+            .iter()
+            .map(|&(logit, t)| LlamaTokenData::new(LlamaToken::new(t), logit, 0.0))
+            .collect();
+        let mut array = LlamaTokenDataArray::new(data, true);
+        if let Some(rest) = self.rest.as_mut() {
+            array.apply_sampler(rest);
+        }
+        array
+            .selected_token()
+            .or_else(|| self.best.first().map(|&(_, t)| LlamaToken::new(t)))
+    }
+}
+
+/// The `k` highest finite logits with their token ids into `out`, best first, in one pass
+/// (ties keep the lower id, as llama.cpp's greedy does).
+fn top_k(logits: &[f32], k: usize, banned: Option<&[bool]>, out: &mut Vec<(f32, i32)>) {
+    out.clear();
+    let mut floor = f32::NEG_INFINITY;
+    for (i, &logit) in logits.iter().enumerate() {
+        if !logit.is_finite() || (out.len() == k && logit <= floor) {
+            continue;
+        }
+        if banned.is_some_and(|b| b.get(i).copied().unwrap_or(false)) {
+            continue;
+        }
+        let Ok(id) = i32::try_from(i) else { break };
+        let at = out.partition_point(|&(l, _)| l >= logit);
+        out.insert(at, (logit, id));
+        if out.len() > k {
+            out.pop();
+        }
+        if out.len() == k {
+            floor = out[k - 1].0;
+        }
+    }
+}
+
 fn rand_seed() -> u32 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     nanos ^ std::process::id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_k;
+
+    #[test]
+    fn top_k_keeps_the_best_finite_logits_best_first_and_skips_banned_ones() {
+        let logits = [0.5, 3.0, f32::NAN, 2.0, 3.0, f32::NEG_INFINITY, -1.0, 9.0];
+        let mut out = Vec::new();
+        top_k(&logits, 3, None, &mut out);
+        assert_eq!(
+            out,
+            vec![(9.0, 7), (3.0, 1), (3.0, 4)],
+            "ties keep the lower id first"
+        );
+        top_k(&logits, 1, None, &mut out);
+        assert_eq!(out, vec![(9.0, 7)]);
+        let mut banned = vec![false; logits.len()];
+        banned[7] = true;
+        top_k(&logits, 2, Some(&banned), &mut out);
+        assert_eq!(out, vec![(3.0, 1), (3.0, 4)]);
+        top_k(&[f32::NAN, f32::INFINITY], 2, None, &mut out);
+        assert!(out.is_empty(), "no number, no candidate");
+    }
 }

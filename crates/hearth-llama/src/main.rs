@@ -58,6 +58,17 @@ fn say(v: &serde_json::Value) {
     println!("{v}");
 }
 
+/// The exit code when stdin ends: 0 while all is well; a failure's own code once one is
+/// being reported (the parent may close stdin as soon as it reads the error line).
+static ON_EOF: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Reports `error` on stdout and exits with `code`.
+fn fail(error: serde_json::Value, code: i32) -> ! {
+    ON_EOF.store(code, std::sync::atomic::Ordering::SeqCst);
+    say(&error);
+    leave(code)
+}
+
 fn main() {
     die_with_parent();
     let args = Args::parse();
@@ -81,20 +92,18 @@ fn main() {
     };
     let token = Zeroizing::new(line.trim().to_owned());
     if read.is_err() || token.len() < 32 {
-        say(&serde_json::json!({"error": "no token on stdin"}));
-        leave(2);
+        fail(serde_json::json!({"error": "no token on stdin"}), 2);
     }
     // The parent holds stdin open for the worker's whole life: its end is the parent's.
     std::thread::spawn(move || {
         let mut sink = [0u8; 256];
         let mut stdin = std::io::stdin();
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        leave(0);
+        leave(ON_EOF.load(std::sync::atomic::Ordering::SeqCst));
     });
 
     if let Err(e) = cpu_supported() {
-        say(&serde_json::json!({ "error": e }));
-        leave(3);
+        fail(serde_json::json!({ "error": e }), 3);
     }
     let (tx, rx) = mpsc::channel();
     let config = EngineConfig {
@@ -108,8 +117,7 @@ fn main() {
     let info = match engine::start(config, rx, activity.clone()) {
         Ok((info, _thread)) => info,
         Err(e) => {
-            say(&serde_json::json!({"error": e.to_string()}));
-            leave(3);
+            fail(serde_json::json!({"error": e.to_string()}), 3);
         }
     };
     let source = info.template.as_deref().unwrap_or(CHATML);
@@ -117,8 +125,7 @@ fn main() {
     let template = match ChatTemplate::new(source, &info.bos, &info.eos) {
         Ok(t) => t,
         Err(e) => {
-            say(&serde_json::json!({"error": e.to_string()}));
-            leave(3);
+            fail(serde_json::json!({"error": e.to_string()}), 3);
         }
     };
     if args.idle_exit > 0 {
@@ -139,8 +146,7 @@ fn main() {
     {
         Ok(r) => r,
         Err(e) => {
-            say(&serde_json::json!({"error": e.to_string()}));
-            leave(2);
+            fail(serde_json::json!({"error": e.to_string()}), 2);
         }
     };
     let ready = serde_json::json!({
@@ -160,8 +166,10 @@ fn main() {
         let listener = match tokio::net::TcpListener::bind(("127.0.0.1", 0)).await {
             Ok(l) => l,
             Err(e) => {
-                say(&serde_json::json!({"error": format!("cannot listen on loopback: {e}")}));
-                return 2;
+                fail(
+                    serde_json::json!({"error": format!("cannot listen on loopback: {e}")}),
+                    2,
+                );
             }
         };
         let port = listener.local_addr().map_or(0, |a| a.port());
