@@ -61,27 +61,6 @@ fn ask(text: &str, conversation: Option<String>) -> ChatOptions {
     }
 }
 
-/// Reruns test `name` in a child process with `env` set (the supervisor reads its test
-/// switches from the environment once per start).
-fn rerun_in_child(name: &str, env: (&str, &str)) -> bool {
-    if std::env::var_os(env.0).is_some() {
-        return false;
-    }
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(env.0, env.1)
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    true
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 // The guard only orders this file's tests; nothing else takes it.
 #[allow(clippy::await_holding_lock)]
@@ -184,7 +163,7 @@ async fn a_chat_with_no_provider_is_answered_by_the_built_in_model_and_turn_two_
 fn stop_keeps_the_partial_answer_and_a_killed_worker_interrupts_the_turn_then_a_new_one_answers() {
     let _serial = serial();
     // The tiny model is kept talking (its end token suppressed) so there is time to act.
-    if rerun_in_child(
+    if common::rerun_in_child(
         "stop_keeps_the_partial_answer_and_a_killed_worker_interrupts_the_turn_then_a_new_one_answers",
         ("HEARTH_TEST_LLAMA_MIN_TOKENS", "100000"),
     ) {

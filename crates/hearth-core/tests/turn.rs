@@ -3,7 +3,6 @@
 //! the turn. What is checked is what the user would see: the error, the requests made, and
 //! the answer as stored.
 
-use std::process::Command;
 use std::time::Duration;
 
 use hearth_core::chat::{ChatModel, ChatOptions, ModelSlots, Sources};
@@ -62,32 +61,6 @@ fn the_answer(hearth: &Hearth) -> StoredMessage {
         .rev()
         .find(|m| m.message.role == Role::Assistant)
         .expect("an answer row")
-}
-
-/// Runs the test named `name` again in a child process with `env` set (failpoints are read
-/// once per process) and fails if it fails. False in the child itself: go on with the test.
-fn rerun_in_child(name: &str, env: (&str, &str)) -> bool {
-    if std::env::var_os(env.0).is_some() {
-        return false;
-    }
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(env.0, env.1)
-        .output()
-        .expect("run the child");
-    assert!(
-        out.status.success(),
-        "the child failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "the child ran the test: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    true
 }
 
 #[tokio::test]
@@ -153,7 +126,7 @@ async fn an_event_too_large_keeps_the_answer_so_far_as_interrupted() {
 /// is held back 3 s before it reaches the database; the answer ends within about 1.6 s.
 #[test]
 fn a_late_checkpoint_never_truncates_a_finished_answer() {
-    if rerun_in_child(
+    if common::rerun_in_child(
         "a_late_checkpoint_never_truncates_a_finished_answer",
         ("HEARTH_TEST_DELAY_AT", "checkpoint:3000"),
     ) {
@@ -197,7 +170,7 @@ fn a_late_checkpoint_never_truncates_a_finished_answer() {
 /// A panic inside the turn still ends it: the answer is not left `streaming`.
 #[test]
 fn a_panic_inside_the_turn_marks_the_answer_failed() {
-    if rerun_in_child(
+    if common::rerun_in_child(
         "a_panic_inside_the_turn_marks_the_answer_failed",
         ("HEARTH_TEST_PANIC_AT", "turn"),
     ) {

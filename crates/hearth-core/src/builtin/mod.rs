@@ -205,21 +205,27 @@ pub fn total_memory() -> Option<u64> {
     }
     #[cfg(target_os = "linux")]
     {
-        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let kib: u64 = info
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kib * 1024)
+        proc_bytes("/proc/meminfo", "MemTotal:")
     }
     #[cfg(not(target_os = "linux"))]
     {
         None
     }
+}
+
+/// A `Key:   1234 kB` line of a `/proc` file, in bytes (Linux).
+#[cfg(target_os = "linux")]
+pub(crate) fn proc_bytes(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(key))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 /// How a model would run here: its context and the memory it needs then.

@@ -345,16 +345,7 @@ fn read_ready(out: impl Read + Send + 'static, within: Duration) -> std::result:
 
 #[cfg(target_os = "linux")]
 fn resident_bytes(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
+    super::proc_bytes(&format!("/proc/{pid}/status"), "VmRSS:")
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -100,3 +100,29 @@ pub fn add_folder(store: &hearth_core::store::Store, path: &str) -> i64 {
         })
         .expect("folder")
 }
+
+/// Runs the test named `name` again in a child process with `env` set (failpoints and
+/// switches are read once per process) and fails if it fails, or if it did not run. False
+/// in the child itself: go on with the test.
+pub fn rerun_in_child(name: &str, env: (&str, &str)) -> bool {
+    if std::env::var_os(env.0).is_some() {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env.0, env.1)
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
+    true
+}
