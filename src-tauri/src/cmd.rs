@@ -57,3 +57,31 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| ErrorDto::new("internal", e.to_string()))??)
 }
+
+/// The OS picker for a file (`Some((label, extensions))` filters it) or, with `None`, a
+/// folder, opened in the home folder; `None` when the user cancels.
+pub(crate) async fn pick_path<R: Runtime>(
+    app: &AppHandle<R>,
+    title: &str,
+    file: Option<(&str, &[&str])>,
+) -> Result<Option<String>, ErrorDto> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut dialog = app.dialog().file().set_title(title);
+    if let Some(home) = std::env::var_os("HOME") {
+        dialog = dialog.set_directory(home);
+    }
+    let reply = move |picked| {
+        let _ = tx.send(picked);
+    };
+    match file {
+        Some((label, extensions)) => dialog.add_filter(label, extensions).pick_file(reply),
+        None => dialog.pick_folder(reply),
+    }
+    let picked = rx
+        .await
+        .map_err(|e| ErrorDto::new("internal", e.to_string()))?;
+    Ok(picked
+        .and_then(|p: tauri_plugin_dialog::FilePath| p.into_path().ok())
+        .map(|p| p.to_string_lossy().into_owned()))
+}

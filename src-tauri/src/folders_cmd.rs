@@ -8,7 +8,6 @@ use hearth_core::FileStatus;
 use hearth_core::FolderService;
 use hearth_core::SearchMode as Mode;
 use tauri::{AppHandle, Emitter, Runtime, State};
-use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::cmd::blocking;
@@ -37,23 +36,7 @@ pub async fn list_folders(state: State<'_, AppState>) -> Result<Vec<FolderDto>, 
 /// UI calls `add_folder` with it.
 #[tauri::command]
 pub async fn pick_folder<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>, ErrorDto> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let mut dialog = app
-        .dialog()
-        .file()
-        .set_title("Choose a folder for Hearth to read");
-    if let Some(home) = std::env::var_os("HOME") {
-        dialog = dialog.set_directory(home);
-    }
-    dialog.pick_folder(move |picked| {
-        let _ = tx.send(picked);
-    });
-    let picked = rx
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))?;
-    Ok(picked
-        .and_then(|p| p.into_path().ok())
-        .map(|p| p.to_string_lossy().into_owned()))
+    crate::cmd::pick_path(&app, "Choose a folder for Hearth to read", None).await
 }
 
 #[tauri::command]

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use hearth_core::{BuiltinModel as ModelView, CatalogModel as CatalogView};
 use hearth_core::{BuiltinStatus, DownloadProgress};
 use tauri::{AppHandle, Emitter, Runtime, State};
-use tauri_plugin_dialog::DialogExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::cmd::blocking;
@@ -180,24 +179,12 @@ pub fn cancel_builtin_download(state: State<'_, AppState>) -> Result<(), ErrorDt
 /// UI calls `add_builtin_model` with it.
 #[tauri::command]
 pub async fn pick_model_file<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>, ErrorDto> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let mut dialog = app
-        .dialog()
-        .file()
-        .set_title("Choose a GGUF model file")
-        .add_filter("GGUF model", &["gguf"]);
-    if let Some(home) = std::env::var_os("HOME") {
-        dialog = dialog.set_directory(home);
-    }
-    dialog.pick_file(move |picked| {
-        let _ = tx.send(picked);
-    });
-    let picked = rx
-        .await
-        .map_err(|e| ErrorDto::new("internal", e.to_string()))?;
-    Ok(picked
-        .and_then(|p| p.into_path().ok())
-        .map(|p| p.to_string_lossy().into_owned()))
+    crate::cmd::pick_path(
+        &app,
+        "Choose a GGUF model file",
+        Some(("GGUF model", &["gguf"])),
+    )
+    .await
 }
 
 /// Adds a GGUF from disk, in place, after checking it (header, architecture, fit).

@@ -37,7 +37,7 @@ describe('First run: a built-in model', () => {
 
     await page.evaluate(() => window.__hearthMock.holdBuiltin());
     await page.getByRole('button', { name: 'Download and use' }).click();
-    const bar = page.getByRole('progressbar', { name: 'Downloading qwen2.5-7b' });
+    const bar = page.getByRole('progressbar', { name: 'Downloading Qwen2.5 7B Instruct' });
     await bar.waitFor();
     await page.evaluate(() => window.__hearthMock.stepBuiltin(3));
     await until(page, () => document.querySelector('[data-testid="builtin-progress-text"]')?.textContent?.includes('of 4.6 GB'));

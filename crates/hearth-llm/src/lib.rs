@@ -284,20 +284,7 @@ impl LlmClient {
         let provider = live.as_ref();
         let url = format!("{}/models", provider.base_url.trim_end_matches('/'));
         let req = http::authorized(&self.http, provider, reqwest::Method::GET, &url)?;
-        let never = CancellationToken::new();
-        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
-            Ok(http::Sent::Response(r)) => r,
-            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
-            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
-        };
-        let body = self
-            .json_body(
-                provider,
-                response,
-                "the model list",
-                limits::MAX_LISTING_BODY,
-            )
-            .await?;
+        let body = self.listing(provider, req, "the model list").await?;
         let models = body["data"]
             .as_array()
             .or_else(|| body["models"].as_array())
@@ -311,6 +298,24 @@ impl LlmClient {
             })
             .collect();
         Ok(models)
+    }
+
+    /// Sends `req` (never cancelled) and reads its JSON body, bounded like a listing;
+    /// `what` names it in errors.
+    async fn listing(
+        &self,
+        provider: &Provider,
+        req: reqwest::RequestBuilder,
+        what: &'static str,
+    ) -> Result<serde_json::Value, LlmError> {
+        let never = CancellationToken::new();
+        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
+            Ok(http::Sent::Response(r)) => r,
+            Ok(http::Sent::Cancelled) => return Ok(serde_json::Value::Null),
+            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
+        };
+        self.json_body(provider, response, what, limits::MAX_LISTING_BODY)
+            .await
     }
 
     /// Token counts of `texts` in the model's own tokenizer, from a server that offers
@@ -330,20 +335,7 @@ impl LlmClient {
         let url = format!("{}/tokenize", provider.base_url.trim_end_matches('/'));
         let req = http::authorized(&self.http, provider, reqwest::Method::POST, &url)?
             .json(&serde_json::json!({ "texts": texts }));
-        let never = CancellationToken::new();
-        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
-            Ok(http::Sent::Response(r)) => r,
-            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
-            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
-        };
-        let body = self
-            .json_body(
-                provider,
-                response,
-                "the token counts",
-                limits::MAX_LISTING_BODY,
-            )
-            .await?;
+        let body = self.listing(provider, req, "the token counts").await?;
         let counts: Vec<u32> = body["counts"]
             .as_array()
             .into_iter()
@@ -370,26 +362,11 @@ impl LlmClient {
         provider: &Provider,
     ) -> Result<Vec<(String, Option<u32>)>, LlmError> {
         let root = ollama_root(&provider.base_url);
-        let never = CancellationToken::new();
-        let response = match http::send(
-            self.http.get(format!("{root}/api/tags")),
-            self.timeouts,
-            &provider.name,
-            "",
-            &never,
-        )
-        .await
-        {
-            Ok(http::Sent::Response(r)) => r,
-            Ok(http::Sent::Cancelled) => return Ok(Vec::new()),
-            Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
-        };
         let tags = self
-            .json_body(
+            .listing(
                 provider,
-                response,
+                self.http.get(format!("{root}/api/tags")),
                 "the model list",
-                limits::MAX_LISTING_BODY,
             )
             .await?;
         let names: Vec<String> = tags["models"]
