@@ -37,3 +37,9 @@ lint:
 bench:
 	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed --bench folders
 	HEARTH_BENCH_GGUFS="$$(scripts/fetch-llm.sh):$$(scripts/fetch-bench-llm.sh)" cargo bench -p hearth-llama --bench engine
+	cd ui && npm run build
+	cargo build --release -p hearth-desktop -p hearth-cli -p hearth-llama
+	HEARTH_E2E_BIN_DIR="$$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release" \
+	  HEARTH_TEST_GGUF="$$(scripts/fetch-llm.sh)" HEARTH_EMBED_MODEL_DIR="$$(scripts/fetch-model.sh)" \
+	  scripts/with-keyring.sh xvfb-run -a -s "-screen 0 1280x800x24" \
+	  cargo test --workspace --test app -- --ignored --exact bench_idle_memory_after_the_built_in_model_unloads --nocapture

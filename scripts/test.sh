@@ -55,4 +55,4 @@ echo "== UI tests in Chromium"
 
 echo "== End-to-end: the real app under Xvfb (the binaries built above)"
 scripts/with-keyring.sh xvfb-run -a -s "-screen 0 1280x800x24" \
-  cargo test --workspace --test app -- --ignored --test-threads=1
+  cargo test --workspace --test app -- --ignored --test-threads=1 --skip bench_

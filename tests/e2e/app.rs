@@ -12,8 +12,12 @@ use hearth_core::store::{OpenOptions, Store};
 use hearth_core::{DataDir, KeyBackend};
 use serde_json::{Value, json};
 
-/// `<target>/debug`, where `make test` built `hearth` and `hearth-desktop`.
+/// `<target>/debug`, where `make test` built `hearth` and `hearth-desktop`
+/// (`HEARTH_E2E_BIN_DIR` names another, e.g. the release build `make bench` measures).
 fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HEARTH_E2E_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let exe = std::env::current_exe().expect("test exe");
     exe.parent()
         .and_then(Path::parent)
@@ -2383,5 +2387,137 @@ async fn first_run_downloads_the_built_in_model_with_its_progress_and_it_answers
         .expect("smollm2 installed");
     assert_eq!(installed["source"], "download");
     assert!(installed["main"].as_bool().unwrap_or(false), "{installed}");
+    client.close().await.expect("end session");
+}
+
+/// `Pss:` of a process in bytes (Linux).
+fn pss(pid: u32) -> Option<u64> {
+    rollup(pid, "Pss:")
+}
+
+/// A line of a process's `smaps_rollup`, in bytes.
+fn rollup(pid: u32, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(key))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// The processes whose parent is `pid`, with their names.
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == pid).then(|| (child, name.to_owned()))
+        })
+        .collect()
+}
+
+/// The app's memory now: its own process (the core; PSS and its anonymous part) and each
+/// child (WebKit's processes, the model's worker while it runs), in MB.
+fn app_memory(app: u32) -> (f64, f64, Vec<(String, f64)>) {
+    let mb = |b: Option<u64>| b.map_or(0.0, |b| b as f64 / 1_048_576.0);
+    let children = children_of(app)
+        .into_iter()
+        .map(|(pid, name)| (name, mb(pss(pid))))
+        .collect();
+    (mb(pss(app)), mb(rollup(app, "Pss_Anon:")), children)
+}
+
+/// A benchmark, not a test (`make bench` runs it; `scripts/test.sh` skips `bench_`): the
+/// app's idle memory before any model, with the built-in model loaded, and after the
+/// model unloads by itself (idle unload set to its minimum, a minute). Target: the app's
+/// own process (the core) at most 150 MB PSS once the model is unloaded (SPEC §9); the
+/// webview's processes are reported. The app is the dev-profile build the tests use (an
+/// upper bound for the release build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: make bench runs it under Xvfb"]
+async fn bench_idle_memory_after_the_built_in_model_unloads() {
+    let gguf = std::env::var("HEARTH_TEST_GGUF").expect("HEARTH_TEST_GGUF (scripts/fetch-llm.sh)");
+    let sandbox = Sandbox::new();
+    let added = cli_json(
+        &sandbox,
+        &["--json", "model", "add", &gguf, "--name", "smollm2"],
+    );
+    assert_eq!(added["name"], "smollm2", "{added}");
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+    let set = invoke(&client, "set_idle_unload", json!({ "seconds": 60 })).await;
+    assert!(set.get("ok").is_some(), "{set}");
+    let app = eventually("the app's process", || async {
+        apps_of(&sandbox.hearth_home()).first().copied()
+    })
+    .await;
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = app_memory(app);
+
+    composer.send_keys("Say hello.").await.expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    eventually("the answer", || async {
+        client
+            .find(Locator::Css("[role='log'] article.assistant .usage"))
+            .await
+            .ok()
+    })
+    .await;
+    let loaded = app_memory(app);
+    assert!(
+        loaded.1.iter().any(|(n, _)| n.starts_with("hearth-llama")),
+        "the worker runs: {loaded:?}"
+    );
+
+    // The worker unloads itself after a minute without work, and the app reaps it.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    while children_of(app)
+        .iter()
+        .any(|(_, n)| n.starts_with("hearth-llama"))
+    {
+        assert!(Instant::now() < deadline, "the model did not unload");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = app_memory(app);
+    let show = |what: &str, (core, anon, children): &(f64, f64, Vec<(String, f64)>)| {
+        let total: f64 = core + children.iter().map(|(_, m)| m).sum::<f64>();
+        let parts: Vec<String> = children
+            .iter()
+            .map(|(n, m)| format!("{n} {m:.1} MB"))
+            .collect();
+        println!(
+            "| {what} | {core:.1} MB ({anon:.1} MB anonymous) | {} | {total:.1} MB |",
+            parts.join(", ")
+        );
+    };
+    println!(
+        "| app ({}) | core process PSS | child processes PSS | total |",
+        bin_dir().display()
+    );
+    println!("|---|---|---|---|");
+    show("idle, no model loaded yet", &before);
+    show("model loaded, after one answer", &loaded);
+    show("idle, model unloaded", &after);
+    assert!(
+        after.0 <= 150.0,
+        "the core process uses {:.1} MB PSS after the model unloaded (target 150 MB)",
+        after.0
+    );
     client.close().await.expect("end session");
 }

@@ -170,24 +170,13 @@ impl Supervisor {
             .state
             .lock()
             .map_err(|_| Error::LocalModel("the model supervisor is poisoned".into()))?;
+        reap(&mut state);
         if let Some(run) = state.running.as_mut() {
-            match run.child.try_wait() {
-                Ok(None) if run.spec == *spec => return Ok((run.url.clone(), run.token.clone())),
-                Ok(None) => {
-                    let _ = run.child.kill();
-                    let _ = run.child.wait();
-                }
-                Ok(Some(status)) => {
-                    // Exit 0 is the idle unload; anything else is a crash.
-                    if !status.success() {
-                        tracing::warn!(%status, "the built-in model's worker crashed");
-                        state.crashes += 1;
-                        state.in_a_row += 1;
-                        state.last_crash = Some(Instant::now());
-                    }
-                }
-                Err(_) => {}
+            if run.spec == *spec {
+                return Ok((run.url.clone(), run.token.clone()));
             }
+            let _ = run.child.kill();
+            let _ = run.child.wait();
             state.running = None;
         }
         if state.in_a_row > 0
@@ -201,6 +190,7 @@ impl Supervisor {
         state.starts += 1;
         match self.start(spec) {
             Ok(run) => {
+                watch();
                 let out = (run.url.clone(), run.token.clone());
                 state.running = Some(run);
                 state.in_a_row = 0;
@@ -312,6 +302,51 @@ impl Supervisor {
         }
     }
 }
+
+/// Forgets a worker that has ended, counting a crash (exit 0 is the idle unload), so its
+/// process is reaped and never lingers as a zombie.
+fn reap(state: &mut State) {
+    let Some(run) = state.running.as_mut() else {
+        return;
+    };
+    match run.child.try_wait() {
+        Ok(None) => return,
+        Ok(Some(status)) if !status.success() => {
+            tracing::warn!(%status, "the built-in model's worker crashed");
+            state.crashes += 1;
+            state.in_a_row += 1;
+            state.last_crash = Some(Instant::now());
+        }
+        Ok(Some(_)) => tracing::info!("the built-in model unloaded after being idle"),
+        Err(_) => {}
+    }
+    state.running = None;
+}
+
+/// Starts, once per process, the thread that reaps a worker soon after it ends (an idle
+/// unload happens while nothing asks the supervisor anything).
+fn watch() {
+    static WATCHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if WATCHING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let started = std::thread::Builder::new()
+        .name("hearth-worker-reaper".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(REAP_EVERY);
+                if let Ok(mut state) = supervisor().state.lock() {
+                    reap(&mut state);
+                }
+            }
+        });
+    if started.is_err() {
+        WATCHING.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How often an ended worker is looked for.
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Deserialize)]
 struct Ready {
