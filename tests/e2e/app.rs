@@ -2480,7 +2480,7 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
     .await;
     let loaded = app_memory(app);
     assert!(
-        loaded.1.iter().any(|(n, _)| n.starts_with("hearth-llama")),
+        loaded.2.iter().any(|(n, _)| n.starts_with("hearth-llama")),
         "the worker runs: {loaded:?}"
     );
 
