@@ -13,6 +13,7 @@
 pub mod catalog;
 pub mod gguf;
 pub mod supervisor;
+pub mod yielding;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

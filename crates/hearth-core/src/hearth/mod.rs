@@ -377,6 +377,9 @@ impl Hearth {
             }
             on_event(event);
         };
+        // Background work on the built-in model gives way while the user waits.
+        let _turn = (models.main.provider.name == crate::builtin::PROVIDER)
+            .then(crate::builtin::yielding::UserTurn::begin);
         let mut outcome = crate::chat::run_turn(&ctx, options, timed).await?;
         outcome.tools_unavailable = unavailable;
         if outcome.provider == crate::builtin::PROVIDER

@@ -134,11 +134,18 @@ impl Learner {
             ..ChatRequest::default()
         };
         let never = CancellationToken::new();
-        let started = std::time::Instant::now();
-        let result = self
-            .client
-            .stream_chat(&self.fast.provider, &request, &never, |_| {})
-            .await;
+        let mut started = std::time::Instant::now();
+        let mut call = || {
+            started = std::time::Instant::now();
+            self.client
+                .stream_chat(&self.fast.provider, &request, &never, |_| {})
+        };
+        // On the built-in model, learning waits for the user's turns (one request at a time).
+        let result = if self.fast.provider.name == crate::builtin::PROVIDER {
+            crate::builtin::yielding::behind_user_turns(call).await
+        } else {
+            call().await
+        };
         // Every provider call is in the ledger (SPEC §7), learning's too.
         let (usage, outcome) = match &result {
             Ok(done) => (done.usage.unwrap_or_default(), "ok"),
