@@ -56,6 +56,16 @@ describe('First run: a built-in model', () => {
     await composer(page).fill('Hello!');
     await page.keyboard.press('Enter');
     await page.locator('[role="log"] article.assistant .usage').waitFor();
+    // Turn 2 reuses turn 1's prompt: the context inspector says how much came from the cache.
+    await page.evaluate(() => window.__hearthMock.setChatDelay(5));
+    await until(page, () => document.querySelector('button[aria-label="Send"], button.send')?.textContent?.includes('Send'));
+    await composer(page).fill('And tomorrow?');
+    await page.keyboard.press('Enter');
+    await until(page, () => document.querySelectorAll('[role="log"] article.assistant .usage').length === 2);
+    await page.locator('button.context-toggle').click();
+    const cached = page.locator('[data-testid="context-cached"]');
+    await cached.waitFor();
+    assert.match(flat(await cached.textContent()), /^[\d,]+ of the [\d,]+ prompt tokens the model read came from its cache: not evaluated again\.$/);
     assertNoProblems(problems);
   });
 

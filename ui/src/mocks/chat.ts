@@ -320,7 +320,16 @@ export function createChatMock(options: {
       zones.system + zones.tools + zones.memory + zones.summary + zones.history + zones.retrieved + zones.current;
     const output = estimate(answer);
     const local = providers.isLocal(slot.provider);
-    const cached = local ? 0 : Math.min(768, input);
+    // The built-in model keeps the conversation's prompt: from turn 2 on, all of it but the
+    // new message is reused. Other local servers report none; clouds cache a prefix.
+    const cached =
+      slot.provider === 'builtin'
+        ? history.length > 0
+          ? input - zones.current
+          : 0
+        : local
+          ? 0
+          : Math.min(768, input);
     const price = providers.modelInfo(slot.model);
     let cost: number | null = null;
     if (local) cost = 0;
