@@ -2397,16 +2397,7 @@ fn pss(pid: u32) -> Option<u64> {
 
 /// A line of a process's `smaps_rollup`, in bytes.
 fn rollup(pid: u32, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    let kib: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix(key))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
+    hearth_core::builtin::proc_bytes(&format!("/proc/{pid}/smaps_rollup"), key)
 }
 
 /// The processes whose parent is `pid`, with their names.

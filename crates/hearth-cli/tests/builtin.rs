@@ -340,27 +340,28 @@ mod download {
         assert!(models_dir(&s).is_empty());
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_wrong_file_a_redirect_away_and_a_full_disk_install_nothing() {
-        // The catalogue pins another hash: the file arrives, does not match, and is deleted.
-        let s = setup(Some(&"0".repeat(64)));
-        let hub = HubServer::start(
-            REPO,
-            [(FILE.to_owned(), s.bytes.clone())].into(),
-            HubMode::Serve,
-        )
-        .await;
-        let out = go(hub_cmd(
-            &s,
-            &hub,
-            &["--json", "model", "download", "smollm2"],
-        ))
-        .await;
+    /// `model download smollm2` from a hub in `mode` (with `env`), expected to fail: the
+    /// hub and the error's message.
+    async fn refused(s: &Setup, mode: HubMode, env: Option<(&str, &str)>) -> (HubServer, String) {
+        let hub = HubServer::start(REPO, [(FILE.to_owned(), s.bytes.clone())].into(), mode).await;
+        let mut c = hub_cmd(s, &hub, &["--json", "model", "download", "smollm2"]);
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let out = go(c).await;
         assert_eq!(out.status.code(), Some(1));
         let message = json(&out)["error"]["message"]
             .as_str()
             .unwrap_or("")
             .to_owned();
+        (hub, message)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wrong_file_a_redirect_away_and_a_full_disk_install_nothing() {
+        // The catalogue pins another hash: the file arrives, does not match, and is deleted.
+        let s = setup(Some(&"0".repeat(64)));
+        let (_hub, message) = refused(&s, HubMode::Serve, None).await;
         assert!(
             message.contains("does not match") && message.contains("nothing was installed"),
             "{message}"
@@ -373,41 +374,17 @@ mod download {
 
         // A redirect to a host off the allow-list is not followed.
         let s = setup(None);
-        let away = HubServer::start(
-            REPO,
-            [(FILE.to_owned(), s.bytes.clone())].into(),
-            HubMode::RedirectAway,
-        )
-        .await;
-        let out = go(hub_cmd(
-            &s,
-            &away,
-            &["--json", "model", "download", "smollm2"],
-        ))
-        .await;
-        assert_eq!(out.status.code(), Some(1));
-        let message = json(&out)["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
+        let (away, message) = refused(&s, HubMode::RedirectAway, None).await;
         assert!(message.contains("elsewhere.invalid"), "{message}");
         assert_eq!(away.weights_sent(), 0);
 
         // Not enough disk: refused before a byte is written.
-        let full = HubServer::start(
-            REPO,
-            [(FILE.to_owned(), s.bytes.clone())].into(),
+        let (full, message) = refused(
+            &s,
             HubMode::Serve,
+            Some(("HEARTH_TEST_FREE_BYTES", "1000000")),
         )
         .await;
-        let mut c = hub_cmd(&s, &full, &["--json", "model", "download", "smollm2"]);
-        c.env("HEARTH_TEST_FREE_BYTES", "1000000");
-        let out = go(c).await;
-        assert_eq!(out.status.code(), Some(1));
-        let message = json(&out)["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
         assert!(message.contains("disk"), "{message}");
         assert_eq!(full.weights_sent(), 0);
         let listed = json(&go(hub_cmd(&s, &full, &["--json", "model", "list"])).await);

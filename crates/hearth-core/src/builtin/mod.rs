@@ -216,7 +216,7 @@ pub fn total_memory() -> Option<u64> {
 
 /// A `Key:   1234 kB` line of a `/proc` file, in bytes (Linux).
 #[cfg(target_os = "linux")]
-pub(crate) fn proc_bytes(path: &str, key: &str) -> Option<u64> {
+pub fn proc_bytes(path: &str, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(path).ok()?;
     let kib: u64 = text
         .lines()
