@@ -6,12 +6,20 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Returns the pages mimalloc keeps to the system: the engine calls it after it drops a
+/// model it had not used for the idle-unload time.
+fn release_freed_memory() {
+    // SAFETY: `mi_collect` takes no pointers; any thread may call it at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
 fn main() {
     // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
     if let Some(code) = unsafe { hearth_core::process_start() } {
         std::process::exit(code);
     }
+    hearth_core::set_release_freed_memory(release_freed_memory);
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {
         match hearth_core::default_data_dir() {

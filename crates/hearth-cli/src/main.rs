@@ -59,12 +59,20 @@ use output::{Failure, Out};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Returns the pages mimalloc keeps to the system: the engine calls it after it drops a
+/// model it had not used for the idle-unload time.
+fn release_freed_memory() {
+    // SAFETY: `mi_collect` takes no pointers; any thread may call it at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
 fn main() -> ExitCode {
     // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
     if let Some(code) = unsafe { hearth_core::process_start() } {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
+    hearth_core::set_release_freed_memory(release_freed_memory);
     let json_requested = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -161,3 +161,46 @@ async fn a_model_change_re_embeds_in_batches_survives_a_failure_and_resumes() {
         0
     );
 }
+
+/// The local model leaves the app's memory after the idle-unload time without use (the idle
+/// check does this every few seconds), and the next search loads it again and finds the same.
+#[test]
+fn the_local_model_is_dropped_when_idle_and_the_next_search_loads_it_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hearth = Hearth::open(&common::options(tmp.path(), KeyBackend::File)).expect("open");
+    let memory = hearth.memory();
+    memory
+        .add(NewMemory::manual("Plays the cello on Tuesdays", Kind::Fact))
+        .expect("add");
+    let search = |q: &str| {
+        memory
+            .list(&hearth_core::memory::Filter {
+                query: Some(q.into()),
+                ..Default::default()
+            })
+            .expect("search")
+            .into_iter()
+            .map(|m| m.text)
+            .collect::<Vec<_>>()
+    };
+    let status = hearth.embedding_status().expect("status");
+    assert_eq!(
+        status.model.as_deref(),
+        Some("all-MiniLM-L6-v2"),
+        "{status:?}"
+    );
+    assert!(!status.loaded, "nothing loads the model at open");
+
+    let first = search("which instrument do I play");
+    assert!(hearth.embedding_status().expect("status").loaded);
+    assert!(
+        !hearth.release_idle_memory(std::time::Duration::from_secs(3600)),
+        "just used: it stays"
+    );
+    assert!(hearth.embedding_status().expect("status").loaded);
+
+    assert!(hearth.release_idle_memory(std::time::Duration::ZERO));
+    assert!(!hearth.embedding_status().expect("status").loaded);
+    assert_eq!(search("which instrument do I play"), first);
+    assert!(hearth.embedding_status().expect("status").loaded);
+}

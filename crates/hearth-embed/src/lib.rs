@@ -60,6 +60,17 @@ pub trait Embedder: Send + Sync {
             .pop()
             .ok_or_else(|| EmbedError::Inference("no vector for the query".into()).into())
     }
+
+    /// Whether the embedder holds a model in this process's memory (a local one, loaded).
+    fn is_loaded(&self) -> bool {
+        false
+    }
+
+    /// Drops the model held in memory if no call used it for `idle` and none runs; the
+    /// next call loads it again. Returns whether it dropped one.
+    fn unload_if_idle(&self, _idle: std::time::Duration) -> bool {
+        false
+    }
 }
 
 /// Runs `fut` to completion on a small runtime of its own, on a thread of its own, so it works

@@ -99,6 +99,21 @@ struct State {
     files: Option<ModelFiles>,
     tokenizer: Option<Arc<Tokenizer>>,
     model: Option<Arc<Bert>>,
+    /// When a call last started or ended.
+    used: Option<Instant>,
+    /// Calls holding the tokenizer or the model now.
+    running: usize,
+}
+
+/// A call's hold on the embedder: counted as running until dropped, then stamps the time.
+struct InUse<'a>(&'a LocalEmbedder);
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.running = state.running.saturating_sub(1);
+        state.used = Some(Instant::now());
+    }
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -164,7 +179,8 @@ impl LocalEmbedder {
         self.loaded().map(|_| ())
     }
 
-    /// Drops the tokenizer and the weights (about 90 MB); the next call loads them again.
+    /// Drops the tokenizer and the weights (about 115 MB with what inference allocated); the
+    /// next call loads them again.
     /// Calls already running finish with the copy they hold.
     pub fn unload(&self) {
         let mut state = self.lock();
@@ -180,9 +196,37 @@ impl LocalEmbedder {
         self.lock().model.is_some()
     }
 
+    /// [`unload`](Self::unload)s if loaded, no call runs and none used it for `idle`.
+    pub fn unload_if_idle(&self, idle: std::time::Duration) -> bool {
+        let mut state = self.lock();
+        let idle_long_enough = state.used.is_none_or(|t| t.elapsed() >= idle);
+        if state.running > 0
+            || !idle_long_enough
+            || (state.model.is_none() && state.tokenizer.is_none())
+        {
+            return false;
+        }
+        state.model = None;
+        state.tokenizer = None;
+        tracing::info!(
+            idle_s = idle.as_secs(),
+            "embedding model unloaded when idle"
+        );
+        true
+    }
+
+    /// Counts a call as running until the guard drops.
+    fn in_use(&self) -> InUse<'_> {
+        let mut state = self.lock();
+        state.running += 1;
+        state.used = Some(Instant::now());
+        InUse(self)
+    }
+
     /// How many tokens the model sees of each text: `[CLS]` and `[SEP]` included, at most
     /// [`MAX_TOKENS`]. Loads the tokenizer, not the weights.
     pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
+        let _in_use = self.in_use();
         let tokenizer = {
             let mut state = self.lock();
             self.tokenizer(&mut state)?
@@ -263,6 +307,14 @@ impl Embedder for LocalEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         self.embed_texts(texts, true)
     }
+
+    fn is_loaded(&self) -> bool {
+        LocalEmbedder::is_loaded(self)
+    }
+
+    fn unload_if_idle(&self, idle: std::time::Duration) -> bool {
+        LocalEmbedder::unload_if_idle(self, idle)
+    }
 }
 
 impl LocalEmbedder {
@@ -271,6 +323,7 @@ impl LocalEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let _in_use = self.in_use();
         let (tokenizer, model) = self.loaded()?;
         let pooling = self.source.model().pooling();
         let started = Instant::now();

@@ -4,8 +4,9 @@
 //! GPT-3.5 use `cl100k_base`. For other models (Llama, Qwen, Mistral, Claude …) we have no
 //! exact tokenizer here, so we count with `o200k_base` and add a safety margin
 //! ([`ESTIMATE_MARGIN`]): BPE vocabularies of that size tokenise prose within about ±15% of
-//! each other, and code and CJK are counted as tokens, never as characters/4. Encoders load
-//! once per process.
+//! each other, and code and CJK are counted as tokens, never as characters/4. An encoder loads
+//! on first use (`o200k_base` is about 50 MB in memory, `cl100k_base` 16 MB) and is dropped
+//! by [`release_idle_encoders`] when unused for a while; the next count loads it again.
 //!
 //! A model whose server counts tokens (the built-in model's worker) gets
 //! [`Encoding::Model`]: counts learned from its own tokenizer, cached per model for the
@@ -14,7 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tiktoken_rs::CoreBPE;
 
@@ -191,11 +193,11 @@ impl Encoding {
         self != Encoding::Estimated
     }
 
-    fn bpe(self) -> &'static CoreBPE {
+    fn bpe(self) -> Option<Arc<CoreBPE>> {
         match self {
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Encoding::Cl100kBase => CL100K.get(tiktoken_rs::cl100k_base),
             Encoding::O200kBase | Encoding::Estimated | Encoding::Model(_) => {
-                tiktoken_rs::o200k_base_singleton()
+                O200K.get(tiktoken_rs::o200k_base)
             }
         }
     }
@@ -208,7 +210,12 @@ impl Encoding {
             }
             return Encoding::Estimated.count(text);
         }
-        let n = self.bpe().encode_ordinary(text).len();
+        let n = match self.bpe() {
+            Some(bpe) => bpe.encode_ordinary(text).len(),
+            // The encoders are built into this crate, so this does not happen; if it did,
+            // four bytes a token errs toward fitting for prose.
+            None => text.len().div_ceil(3),
+        };
         match self {
             Encoding::Estimated => (n as f64 * ESTIMATE_MARGIN).ceil() as usize,
             _ => n,
@@ -216,9 +223,74 @@ impl Encoding {
     }
 }
 
+/// An encoder loaded on first use and dropped when idle.
+struct Encoder(Mutex<Option<(Arc<CoreBPE>, Instant)>>);
+
+static O200K: Encoder = Encoder(Mutex::new(None));
+static CL100K: Encoder = Encoder(Mutex::new(None));
+
+impl Encoder {
+    fn lock(&self) -> MutexGuard<'_, Option<(Arc<CoreBPE>, Instant)>> {
+        // One Option written in one step: sound after a panic.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get<E>(&self, load: fn() -> Result<CoreBPE, E>) -> Option<Arc<CoreBPE>> {
+        let mut slot = self.lock();
+        if let Some((bpe, used)) = slot.as_mut() {
+            *used = Instant::now();
+            return Some(bpe.clone());
+        }
+        let bpe = Arc::new(load().ok()?);
+        *slot = Some((bpe.clone(), Instant::now()));
+        Some(bpe)
+    }
+
+    /// Drops the encoder if unused for `idle` (counts still running keep their copy).
+    fn release_if_idle(&self, idle: Duration) -> bool {
+        let mut slot = self.lock();
+        if slot
+            .as_ref()
+            .is_some_and(|(_, used)| used.elapsed() >= idle)
+        {
+            *slot = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// Drops the encoders unused for `idle`; returns whether any was dropped (its memory is
+/// free for the allocator to hand back). The next count loads them again.
+pub fn release_idle_encoders(idle: Duration) -> bool {
+    let o = O200K.release_if_idle(idle);
+    let c = CL100K.release_if_idle(idle);
+    o || c
+}
+
+/// Whether an encoder is in memory.
+pub fn encoders_loaded() -> bool {
+    O200K.lock().is_some() || CL100K.lock().is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_encoder_released_when_idle_loads_again_with_the_same_counts() {
+        let text = "Hearth counts tokens with the model's own encoding.";
+        let before = Encoding::O200kBase.count(text);
+        assert!(
+            !release_idle_encoders(Duration::from_secs(3600)),
+            "just used"
+        );
+        assert!(encoders_loaded());
+        assert!(release_idle_encoders(Duration::ZERO));
+        assert!(O200K.lock().is_none());
+        assert_eq!(Encoding::O200kBase.count(text), before);
+        assert!(O200K.lock().is_some());
+    }
 
     #[test]
     fn models_get_their_own_encoding() {

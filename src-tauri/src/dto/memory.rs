@@ -150,6 +150,8 @@ pub struct EmbeddingStatusDto {
     pub embedded: u32,
     /// The local model is being downloaded now.
     pub downloading: bool,
+    /// The local model is in the app's memory now (dropped after the idle-unload time).
+    pub loaded: bool,
 }
 
 /// A local embedding model in the chooser.
@@ -194,6 +196,7 @@ impl From<hearth_core::EmbeddingStatus> for EmbeddingStatusDto {
             memories: s.memories as u32,
             embedded: s.embedded as u32,
             downloading: s.downloading,
+            loaded: s.loaded,
         }
     }
 }

@@ -177,6 +177,7 @@ export function createEmbeddingMock(options: {
       memories: options.memories(),
       embedded: embedded(),
       downloading,
+      loaded: false,
     };
   }
 

@@ -41,6 +41,9 @@ pub struct EmbeddingStatus {
     pub embedded: usize,
     /// The local model is downloading in this process now.
     pub downloading: bool,
+    /// The local model is in this process's memory now (loaded on first use, dropped after
+    /// the idle-unload time without use).
+    pub loaded: bool,
 }
 
 /// A local model in the chooser.
@@ -159,6 +162,7 @@ impl Hearth {
                 .inner
                 .downloading_model
                 .load(std::sync::atomic::Ordering::SeqCst),
+            loaded: embedder.as_ref().is_some_and(|e| e.is_loaded()),
         })
     }
 

@@ -5,6 +5,7 @@ mod builtin;
 mod conversations;
 mod embedding;
 mod folders;
+mod idle;
 mod jobs;
 mod keys;
 mod liveness;
@@ -25,6 +26,7 @@ pub use folders::{
     FolderService, FolderState, FolderSummary, INGEST_JOB, IndexOptions, IndexSummary, SearchScope,
     WatchingFolders,
 };
+pub use idle::set_release_freed_memory;
 pub use jobs::{JobResult, JobRunner, REEMBED_JOB, RunPolicy, RunningJobs};
 pub use keys::KeyService;
 pub use liveness::STALE_TURN;
@@ -76,6 +78,8 @@ struct Inner {
     mcp: Arc<crate::tools::mcp::manager::Manager>,
     /// The local embedding model is downloading in this process (one at a time).
     downloading_model: std::sync::atomic::AtomicBool,
+    /// Drops models unused for a while (long-lived engines only).
+    _idle: Option<idle::IdleRelease>,
 }
 
 /// What `hearth doctor` and the app's Status panel show.
@@ -166,7 +170,8 @@ impl Hearth {
             tracing::info!(marked, "marked answers of turns that died as interrupted");
         }
         Ok(Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
+                _idle: if watch { idle::start(me.clone()) } else { None },
                 store,
                 llm,
                 events,
@@ -184,6 +189,13 @@ impl Hearth {
     /// Events from now on (store changes; later tokens, consent requests, progress).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
+    }
+
+    crate::internal! {
+        /// Drops what was unused for `idle` now, as the idle check does (tests).
+        fn release_idle_memory(&self, idle: Duration) -> bool {
+            idle::release_when_idle(self, Some(idle))
+        }
     }
 
     crate::internal! {

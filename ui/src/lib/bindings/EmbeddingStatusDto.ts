@@ -40,4 +40,8 @@ memories: number, embedded: number,
 /**
  * The local model is being downloaded now.
  */
-downloading: boolean, };
+downloading: boolean, 
+/**
+ * The local model is in the app's memory now (dropped after the idle-unload time).
+ */
+loaded: boolean, };
