@@ -7,7 +7,9 @@
 //!   JSON line when the model is loaded (its port and context) or an error and exits.
 //! - **Dies with Hearth.** stdin's end (Hearth exited or was killed) ends it; on Linux the
 //!   kernel also kills it when the thread that started it ends (`PR_SET_PDEATHSIG`), so
-//!   workers are started from one thread that lives as long as the process.
+//!   workers are started from one thread that lives as long as the process. On Windows it
+//!   joins a Job Object that kills its processes when Hearth's handle to it closes, i.e. when
+//!   Hearth ends however it ends (a process group alone does not die with a killed parent).
 //! - **Crashes.** An abort, a segfault or an out-of-memory kill in llama.cpp ends the worker
 //!   only: the turn in flight ends `interrupted` with what arrived, and the next call starts
 //!   a new worker — after a pause that doubles with each crash in a row (at most 8 s).
@@ -232,6 +234,11 @@ impl Supervisor {
         let mut child = self
             .spawn(command)
             .map_err(|e| Error::LocalModel(format!("the built-in model's engine did not start: {e}")))?;
+        #[cfg(windows)]
+        if let Err(e) = windows_job::dies_with_this_process(&child) {
+            // stdin's end still stops it when Hearth exits.
+            tracing::warn!(error = %e, "could not put the model worker in Hearth's job object");
+        }
         let token = random_token();
         let mut stdin = child
             .stdin
@@ -386,4 +393,77 @@ fn resident_bytes(pid: u32) -> Option<u64> {
 #[cfg(not(target_os = "linux"))]
 fn resident_bytes(_pid: u32) -> Option<u64> {
     None
+}
+
+/// Windows: the Job Object every worker of this process joins. Its one handle is this
+/// process's, never closed, so the system closes it when Hearth ends — killed included —
+/// and `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE` then ends the workers. Compiled by the Windows
+/// CI job, not on these Linux machines.
+#[cfg(windows)]
+mod windows_job {
+    use std::os::windows::io::AsRawHandle;
+    use std::process::Child;
+    use std::sync::OnceLock;
+
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+        JOBOBJECT_BASIC_LIMIT_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+        JobObjectExtendedLimitInformation,
+        SetInformationJobObject,
+    };
+
+    struct Job(HANDLE);
+
+    // SAFETY: a job object's handle may be used from any thread.
+    unsafe impl Send for Job {}
+    // SAFETY: as above; the handle is only read.
+    unsafe impl Sync for Job {}
+
+    static JOB: OnceLock<Option<Job>> = OnceLock::new();
+
+    fn create() -> Option<Job> {
+        // SAFETY: null attributes and name make an unnamed job with default security.
+        let handle = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if handle.is_null() {
+            return None;
+        }
+        let info = JOBOBJECT_EXTENDED_LIMIT_INFORMATION {
+            BasicLimitInformation: JOBOBJECT_BASIC_LIMIT_INFORMATION {
+                LimitFlags: JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // SAFETY: `info` is a valid JOBOBJECT_EXTENDED_LIMIT_INFORMATION of the size given,
+        // alive for the call.
+        let set = unsafe {
+            SetInformationJobObject(
+                handle,
+                JobObjectExtendedLimitInformation,
+                (&raw const info).cast(),
+                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        if set == 0 {
+            // SAFETY: `handle` is the job just created, closed once.
+            unsafe { CloseHandle(handle) };
+            return None;
+        }
+        Some(Job(handle))
+    }
+
+    /// Puts `child` in the job: it ends when this process does.
+    pub(super) fn dies_with_this_process(child: &Child) -> std::io::Result<()> {
+        let Some(job) = JOB.get_or_init(create) else {
+            return Err(std::io::Error::other("no job object could be created"));
+        };
+        // SAFETY: the job's handle lives as long as the process; the child's while `child`
+        // is borrowed.
+        let assigned = unsafe { AssignProcessToJobObject(job.0, child.as_raw_handle()) };
+        if assigned == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
