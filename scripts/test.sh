@@ -53,6 +53,12 @@ fi
 echo "== UI tests in Chromium"
 (cd ui && npm test)
 
+echo "== Linux packages of the binaries built above (checked by the end-to-end tests)"
+package_dir=$(mktemp -d)
+trap 'rm -rf "$package_dir"' EXIT
+scripts/package.sh --debug | while read -r p; do cp "$p" "$package_dir/"; done
+export HEARTH_PACKAGE_DIR="$package_dir"
+
 echo "== End-to-end: the real app under Xvfb (the binaries built above)"
 scripts/with-keyring.sh xvfb-run -a -s "-screen 0 1280x800x24" \
   cargo test --workspace --test app -- --ignored --test-threads=1 --skip bench_
