@@ -7,6 +7,7 @@
 //! (`$OUT_DIR/command_types.rs`, which `dto` turns into `commands.ts`).
 
 include!("commands.in.rs");
+include!("../build/commit.rs");
 
 /// The windows: label, capability identifier, what the capability is for.
 const WINDOWS: &[(&str, &str, &str)] = &[
@@ -53,6 +54,7 @@ fn write_if_changed(path: &std::path::Path, text: &str) {
 }
 
 fn main() {
+    emit_commit();
     println!("cargo:rerun-if-changed=commands.in.rs");
     for (label, identifier, description) in WINDOWS {
         let path = std::path::Path::new("capabilities").join(format!("{identifier}.json"));

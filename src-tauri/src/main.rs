@@ -20,6 +20,7 @@ fn main() {
         std::process::exit(code);
     }
     hearth_core::set_release_freed_memory(release_freed_memory);
+    hearth_core::set_build_commit(env!("HEARTH_COMMIT"));
     // For tests and support: print the data folder the app would use, and exit.
     if std::env::args().any(|a| a == "--print-data-dir") {
         match hearth_core::default_data_dir() {

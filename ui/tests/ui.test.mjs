@@ -25,6 +25,8 @@ const SCREENS = [
 ];
 
 const STATUS_FIELDS = [
+  'version',
+  'commit',
   'data_dir',
   'db_path',
   'db_id',
@@ -288,7 +290,8 @@ describe('Settings → Status', () => {
     assert.equal(byField.schema_version, '3');
     assert.equal(byField.encrypted, 'true');
     assert.equal(byField.db_path, '/home/alex/.local/share/hearth/hearth.db');
-    assert.equal(await page.locator('dt').first().textContent(), 'Data folder');
+    assert.equal(await page.locator('dt').first().textContent(), 'Hearth version');
+    assert.equal(byField.commit, '4de093e1a2');
     assert.equal(await page.locator('[data-testid="status-warnings"]').count(), 0, 'no warnings callout without warnings');
 
     // The core says the store changed: the panel asks again and shows the new values.

@@ -3,12 +3,15 @@
 
 use clap::{Parser, Subcommand};
 
+/// `hearth --version`: the version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HEARTH_COMMIT"), ")");
+
 /// Hearth, a local-first personal assistant: command-line interface.
 ///
 /// Data lives in one encrypted database in the data folder ($HEARTH_HOME, or the platform's
 /// data directory). Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "hearth", version, propagate_version = true)]
+#[command(name = "hearth", version = VERSION, propagate_version = true)]
 pub struct Cli {
     /// Print machine-readable JSON on stdout (errors as {"error":{"code","message"}}).
     #[arg(long, global = true)]

@@ -73,6 +73,7 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     hearth_core::set_release_freed_memory(release_freed_memory);
+    hearth_core::set_build_commit(env!("HEARTH_COMMIT"));
     let json_requested = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -254,7 +255,9 @@ fn doctor(out: &Out) -> Result<(), Failure> {
         out.print_json(&status);
     } else {
         let s = &status;
-        let rows: [(&str, String); 12] = [
+        let rows: [(&str, String); 14] = [
+            ("version", s.version.clone()),
+            ("commit", s.commit.clone()),
             ("data_dir", s.data_dir.clone()),
             ("db_path", s.db_path.clone()),
             ("db_id", s.db_id.clone()),

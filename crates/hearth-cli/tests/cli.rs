@@ -86,6 +86,12 @@ fn doctor_reports_an_encrypted_database_with_both_search_modules() {
     assert_eq!(v["fts5"], true);
     assert_eq!(v["vec0"], true);
     assert_eq!(v["key_backend"], "file");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        v["commit"],
+        built_from(),
+        "the commit this binary was built from"
+    );
     assert!(
         v["sqlcipher_version"]
             .as_str()
@@ -98,6 +104,8 @@ fn doctor_reports_an_encrypted_database_with_both_search_modules() {
     );
     let mut redacted = v.clone();
     for k in [
+        "version",
+        "commit",
         "data_dir",
         "db_path",
         "db_id",
@@ -111,6 +119,31 @@ fn doctor_reports_an_encrypted_database_with_both_search_modules() {
     // The same database is found again, not re-created.
     let again = home.json(KeyBackend::File, &["doctor", "--json"]);
     assert_eq!(again["db_id"], v["db_id"]);
+}
+
+/// The commit of this checkout, as the build script names it ("unknown" outside git).
+fn built_from() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=10", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+#[test]
+fn version_names_the_release_and_the_commit_it_was_built_from() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--version")
+        .output()
+        .expect("run hearth --version");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("hearth {} ({})", env!("CARGO_PKG_VERSION"), built_from())
+    );
 }
 
 #[test]

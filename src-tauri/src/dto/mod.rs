@@ -27,6 +27,8 @@ pub use tools::*;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct StatusDto {
+    pub version: String,
+    pub commit: String,
     pub data_dir: String,
     pub db_path: String,
     pub db_id: String,
@@ -44,6 +46,8 @@ pub struct StatusDto {
 impl From<hearth_core::Status> for StatusDto {
     fn from(s: hearth_core::Status) -> Self {
         Self {
+            version: s.version,
+            commit: s.commit,
             data_dir: s.data_dir,
             db_path: s.db_path,
             db_id: s.db_id,

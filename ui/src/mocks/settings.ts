@@ -12,6 +12,8 @@ import type { HandlersFor } from './types';
 import type { Scenario } from './scenarios';
 
 export const MOCK_STATUS: StatusDto = {
+  version: '0.1.0',
+  commit: '4de093e1a2',
   data_dir: '/home/alex/.local/share/hearth',
   db_path: '/home/alex/.local/share/hearth/hearth.db',
   db_id: '6f1c2a9e-3b7d-4e52-9a08-d4c1f27b8e63',

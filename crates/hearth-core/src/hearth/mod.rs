@@ -82,9 +82,22 @@ struct Inner {
     _idle: Option<idle::IdleRelease>,
 }
 
+/// The commit the binary was built from, as its build script saw it.
+static BUILD_COMMIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Tells the engine which commit the binary was built from (`env!("HEARTH_COMMIT")`), for
+/// the status report. Set once, first thing in `main`.
+pub fn set_build_commit(commit: &'static str) {
+    let _ = BUILD_COMMIT.set(commit);
+}
+
 /// What `hearth doctor` and the app's Status panel show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Status {
+    /// Hearth's version.
+    pub version: String,
+    /// The commit the running binary was built from ("unknown" if it did not say).
+    pub commit: String,
     pub data_dir: String,
     pub db_path: String,
     pub db_id: String,
@@ -421,6 +434,8 @@ impl Hearth {
         let info = store.info()?;
         let dir = store.data_dir();
         Ok(Status {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            commit: BUILD_COMMIT.get().copied().unwrap_or("unknown").to_owned(),
             data_dir: dir.root().display().to_string(),
             db_path: dir.db_path().display().to_string(),
             db_id: info.db_id,

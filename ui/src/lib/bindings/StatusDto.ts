@@ -3,4 +3,4 @@
 /**
  * What `hearth doctor` reports, as the Status panel shows it.
  */
-export type StatusDto = { data_dir: string, db_path: string, db_id: string, schema_version: number, sqlite_version: string, sqlcipher_version: string, sqlite_vec_version: string, key_backend: string, encrypted: boolean, fts5: boolean, vec0: boolean, warnings: Array<string>, };
+export type StatusDto = { version: string, commit: string, data_dir: string, db_path: string, db_id: string, schema_version: number, sqlite_version: string, sqlcipher_version: string, sqlite_vec_version: string, key_backend: string, encrypted: boolean, fts5: boolean, vec0: boolean, warnings: Array<string>, };
