@@ -48,9 +48,7 @@ pub(super) fn start(inner: Weak<Inner>) -> Option<IdleRelease> {
                     collects_left = COLLECTS_AFTER_DROP;
                 } else if collects_left > 0 {
                     collects_left -= 1;
-                    if let Some(release) = RELEASE_FREED.get() {
-                        release();
-                    }
+                    release_freed();
                 }
             }
         });
@@ -94,8 +92,27 @@ pub(super) fn release_when_idle(hearth: &Hearth, idle: Option<Duration>) -> bool
             "dropped what was idle"
         );
     }
-    if dropped && let Some(release) = RELEASE_FREED.get() {
-        release();
+    if dropped {
+        release_freed();
     }
     dropped
+}
+
+/// Hands freed memory back to the system: the binary's allocator (its hook), and glibc's
+/// heap, which the C libraries in this process (SQLCipher, GTK, WebKit's UI side) allocate
+/// from and which keeps freed pages too.
+fn release_freed() {
+    if let Some(release) = RELEASE_FREED.get() {
+        release();
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            /// glibc: returns free memory at the top of the heap and in whole free pages
+            /// inside it to the system.
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's `malloc_trim` takes no pointers and locks its arenas itself.
+        unsafe { malloc_trim(0) };
+    }
 }
