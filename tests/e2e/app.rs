@@ -70,7 +70,12 @@ impl Sandbox {
 
     /// `hearth doctor --json` in this sandbox, with or without `HEARTH_HOME`.
     fn doctor(&self, with_hearth_home: bool) -> Value {
-        let mut cmd = Command::new(bin_dir().join("hearth"));
+        self.doctor_of(&bin_dir().join("hearth"), with_hearth_home)
+    }
+
+    /// `doctor --json` of the `hearth` binary at `hearth` (e.g. a package's) in this sandbox.
+    fn doctor_of(&self, hearth: &Path, with_hearth_home: bool) -> Value {
+        let mut cmd = Command::new(hearth);
         cmd.args(["doctor", "--json"]);
         self.apply(&mut cmd, with_hearth_home);
         let out = cmd.output().expect("run hearth doctor");
@@ -2722,17 +2727,13 @@ async fn the_deb_holds_the_app_the_cli_and_the_engine_and_the_extracted_app_star
 
     // The extracted CLI works, and finds the data folder the app uses.
     let sandbox = Sandbox::new();
-    let mut doctor = Command::new(bin.join("hearth"));
-    doctor.args(["doctor", "--json"]);
-    sandbox.apply(&mut doctor, false);
-    let out = doctor.output().expect("run the packaged hearth");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("doctor json");
+    let report = sandbox.doctor_of(&bin.join("hearth"), false);
     assert_eq!(report["encrypted"], json!(true), "{report}");
+    assert_eq!(
+        report["version"],
+        json!(env!("CARGO_PKG_VERSION")),
+        "{report}"
+    );
     let mut print_dir = Command::new(bin.join("hearth-desktop"));
     print_dir.arg("--print-data-dir");
     sandbox.apply(&mut print_dir, false);
