@@ -256,7 +256,18 @@ impl LocalEmbedder {
         }
         let files = self.files(&mut state)?;
         let started = Instant::now();
-        let model = Arc::new(load_model(&files, self.source.model())?);
+        // Loaded on a thread of its own, for the reason the batches run on scoped threads
+        // (`embed_texts`): the caller's heap keeps nothing of the weights once dropped.
+        let which = self.source.model();
+        let loaded = std::thread::scope(|scope| {
+            scope
+                .spawn(|| load_model(&files, which))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(EmbedError::Inference("loading the embedding model panicked".into()).into())
+                })
+        });
+        let model = Arc::new(loaded?);
         tracing::info!(
             model = self.source.model().id(),
             ms = started.elapsed().as_millis() as u64,
@@ -374,8 +385,11 @@ impl LocalEmbedder {
                     )?));
                 }
             };
-            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(run)).collect();
-            let mut all = vec![run()];
+            // Every share runs on a scoped thread, none on the caller's: what a thread keeps
+            // after inference (gemm's scratch, the allocator's pages of its heap) leaves with
+            // it, so a long-lived caller (learning) holds nothing once the model is dropped.
+            let helpers: Vec<_> = (0..workers).map(|_| scope.spawn(run)).collect();
+            let mut all = Vec::with_capacity(workers);
             for h in helpers {
                 all.push(h.join().unwrap_or_else(|_| {
                     Err(EmbedError::Inference("an embedding thread panicked".into()).into())
