@@ -213,7 +213,7 @@ impl Encoding {
         let n = match self.bpe() {
             Some(bpe) => bpe.encode_ordinary(text).len(),
             // The encoders are built into this crate, so this does not happen; if it did,
-            // four bytes a token errs toward fitting for prose.
+            // three bytes a token errs toward fitting for prose.
             None => text.len().div_ceil(3),
         };
         match self {
