@@ -18,6 +18,7 @@ mod shortcut;
 mod state;
 mod tools_cmd;
 mod tray;
+mod updates_cmd;
 mod windows;
 
 use std::sync::Mutex;
@@ -58,6 +59,14 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         .plugin(tauri_plugin_opener::init())
         // Rust-side only too: a question waiting while the main window is hidden.
         .plugin(tauri_plugin_notification::init())
+        // Rust-side only: the update check and install (`updates_cmd`), and "Open at login",
+        // which starts Hearth in the tray.
+        .plugin(tauri_plugin_updater::Builder::new().build())
+        .plugin(
+            tauri_plugin_autostart::Builder::new()
+                .args([windows::IN_TRAY_ARG])
+                .build(),
+        )
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
                 .with_handler(shortcut::on_shortcut)
@@ -100,8 +109,12 @@ pub fn build<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 }
             }
             app.manage(state);
-            windows::create(&handle, webview_dir)?;
+            app.manage(updates_cmd::PendingUpdate::default());
+            // Started at login ("Open at login"): in the tray, no window in the way.
+            let in_tray = std::env::args().any(|a| a == windows::IN_TRAY_ARG);
+            windows::create(&handle, webview_dir, in_tray)?;
             tray::create(&handle)?;
+            updates_cmd::start(&handle);
             Ok(())
         })
 }

@@ -49,10 +49,19 @@ fn guarded<'a, R: Runtime>(
         })
 }
 
-/// Creates both windows; webview data goes to `webview_dir` (inside Hearth's data folder).
-pub fn create<R: Runtime>(app: &AppHandle<R>, webview_dir: PathBuf) -> tauri::Result<()> {
+/// The argument "Open at login" starts Hearth with: the main window stays hidden.
+pub const IN_TRAY_ARG: &str = "--in-tray";
+
+/// Creates the windows; webview data goes to `webview_dir` (inside Hearth's data folder).
+/// `in_tray`: the main window starts hidden (the tray shows it).
+pub fn create<R: Runtime>(
+    app: &AppHandle<R>,
+    webview_dir: PathBuf,
+    in_tray: bool,
+) -> tauri::Result<()> {
     guarded(app, MAIN, "index.html")
         .title("Hearth")
+        .visible(!in_tray)
         .inner_size(1080.0, 720.0)
         .min_inner_size(720.0, 480.0)
         .data_directory(webview_dir.clone())

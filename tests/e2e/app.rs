@@ -5,6 +5,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -60,7 +61,9 @@ impl Sandbox {
             .env_remove("HEARTH_PASSPHRASE")
             .env_remove("HEARTH_PROVIDER_URL")
             .env_remove("HEARTH_MODEL")
-            .env_remove("HEARTH_API_KEY");
+            .env_remove("HEARTH_API_KEY")
+            .env_remove("HEARTH_UPDATE_ENDPOINT")
+            .env_remove("HEARTH_UPDATE_INSTALL_PATH");
         if with_hearth_home {
             cmd.env("HEARTH_HOME", self.hearth_home());
         } else {
@@ -2452,6 +2455,12 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
         &["--json", "model", "add", &gguf, "--name", "smollm2"],
     );
     assert_eq!(added["name"], "smollm2", "{added}");
+    // Memories, so the turn's memory block loads the embedding model into the app: the
+    // measurement after unload must include what the embedder leaves behind.
+    for text in ["User lives in Lisbon.", "User is allergic to peanuts."] {
+        let (code, v) = sandbox.cli(&["memory", "add", text], "");
+        assert_eq!(code, 0, "{v}");
+    }
     let (_driver, client) = open_main(&sandbox, &[]).await;
     let set = invoke(&client, "set_idle_unload", json!({ "seconds": 60 })).await;
     assert!(set.get("ok").is_some(), "{set}");
@@ -2484,9 +2493,10 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
         "the worker runs: {loaded:?}"
     );
     let embedder = invoke(&client, "get_embedding_status", json!({})).await;
-    println!(
-        "embedding model loaded after the answer: {}",
-        embedder["ok"]["loaded"]
+    assert_eq!(
+        embedder["ok"]["loaded"],
+        json!(true),
+        "the memory block loaded the embedding model: {embedder}"
     );
 
     // The worker unloads itself after a minute without work, and the app reaps it.
@@ -2529,6 +2539,30 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
     show("idle, no model loaded yet", &before);
     show("model loaded, after one answer", &loaded);
     show("idle, model unloaded", &after);
+    // Where the core's anonymous memory is, biggest mappings first (to find what holds it).
+    let smaps = std::fs::read_to_string(format!("/proc/{app}/smaps")).unwrap_or_default();
+    let mut mappings: Vec<(u64, String)> = Vec::new();
+    let mut current = String::new();
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            Some(first) if first.contains('-') && !first.ends_with(':') => {
+                current = line.split_whitespace().skip(5).collect::<Vec<_>>().join(" ");
+                if current.is_empty() {
+                    current = format!("[anon {first}]");
+                }
+            }
+            Some("Anonymous:") => {
+                let kb = fields.next().and_then(|k| k.parse().ok()).unwrap_or(0);
+                mappings.push((kb, current.clone()));
+            }
+            _ => {}
+        }
+    }
+    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    for (kb, name) in mappings.iter().take(8) {
+        println!("anonymous {:.1} MB in {name}", *kb as f64 / 1024.0);
+    }
     for entry in std::fs::read_dir(sandbox.hearth_home().join("logs"))
         .into_iter()
         .flatten()
@@ -2779,4 +2813,426 @@ async fn the_deb_holds_the_app_the_cli_and_the_engine_and_the_extracted_app_star
     }
     let info = run_ok("rpm", &["-qip", rpm.to_str().expect("path")]);
     assert!(info.contains("Name        : hearth"), "{info}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Updates (Tauri's updater plugin against a local update server, signed with the test-only
+// key that only debug builds trust) and Settings → About.
+
+/// A request the update site saw: its path and query, and its header names.
+type SeenRequest = (String, Vec<String>);
+
+/// An update site on 127.0.0.1: `latest.json` offers `version` as `bundle` with `signature`,
+/// and every request is recorded.
+#[derive(Clone)]
+struct UpdateSite {
+    seen: Arc<Mutex<Vec<SeenRequest>>>,
+    version: String,
+    bundle: Arc<Vec<u8>>,
+    signature: String,
+}
+
+impl UpdateSite {
+    async fn start(version: &str, bundle: Vec<u8>, signature: String) -> (String, Self) {
+        use axum::extract::{OriginalUri, State};
+        use axum::http::HeaderMap;
+        use axum::routing::get;
+        fn record(site: &UpdateSite, uri: &axum::http::Uri, headers: &HeaderMap) {
+            let names = headers.keys().map(|k| k.as_str().to_owned()).collect();
+            site.seen
+                .lock()
+                .expect("requests")
+                .push((uri.to_string(), names));
+        }
+        let site = UpdateSite {
+            seen: Arc::default(),
+            version: version.to_owned(),
+            bundle: Arc::new(bundle),
+            signature,
+        };
+        let app = axum::Router::new()
+            .route(
+                "/latest.json",
+                get(
+                    |State(site): State<UpdateSite>, OriginalUri(uri), headers: HeaderMap| async move {
+                        record(&site, &uri, &headers);
+                        let host = headers
+                            .get("host")
+                            .and_then(|h| h.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        axum::Json(json!({
+                            "version": site.version,
+                            "notes": "Faster answers from the built-in model.\n<b>Shown as text</b>.",
+                            "pub_date": "2026-12-01T10:00:00Z",
+                            "platforms": {
+                                "linux-x86_64": {
+                                    "signature": site.signature,
+                                    "url": format!("http://{host}/Hearth.AppImage"),
+                                }
+                            }
+                        }))
+                    },
+                ),
+            )
+            .route(
+                "/Hearth.AppImage",
+                get(
+                    |State(site): State<UpdateSite>, OriginalUri(uri), headers: HeaderMap| async move {
+                        record(&site, &uri, &headers);
+                        site.bundle.as_ref().clone()
+                    },
+                ),
+            )
+            .with_state(site.clone());
+        let (addr, _task) = hearth_testkit::serve(app).await;
+        (format!("http://{addr}"), site)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .expect("requests")
+            .iter()
+            .map(|(u, _)| u.clone())
+            .collect()
+    }
+
+    fn header_names(&self) -> Vec<Vec<String>> {
+        self.seen
+            .lock()
+            .expect("requests")
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+}
+
+/// What an AppImage starts with (the updater checks it is an ELF file), then `tag`.
+fn appimage_bytes(tag: &str) -> Vec<u8> {
+    let mut bytes = b"\x7fELF\x02\x01\x01\x00".to_vec();
+    bytes.resize(256, 0);
+    bytes.extend_from_slice(tag.as_bytes());
+    bytes
+}
+
+/// The minisign signature of `bytes` by the test-only key, bound to `version`, made by the
+/// Tauri CLI the release job uses (`tauri signer sign`).
+fn sign_update(bytes: &[u8], version: &str) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("Hearth.AppImage");
+    std::fs::write(&file, bytes).expect("write the bundle");
+    let out = Command::new(repo.join("ui/node_modules/.bin/tauri"))
+        .args(["signer", "sign", "--password", "", "--app-version", version])
+        .arg("--private-key-path")
+        .arg(repo.join("tests/data/updater/test-only.key"))
+        .arg(&file)
+        .env_remove("TAURI_SIGNING_PRIVATE_KEY")
+        .env_remove("TAURI_SIGNING_PRIVATE_KEY_PASSWORD")
+        .env("CI", "true")
+        .output()
+        .expect("run tauri signer (ui/node_modules: scripts/setup.sh test)");
+    assert!(
+        out.status.success(),
+        "tauri signer sign: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(file.with_extension("AppImage.sig")).expect("the signature file")
+}
+
+/// Everything the app logged so far.
+fn app_log(sandbox: &Sandbox) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(sandbox.hearth_home().join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+    }
+    text
+}
+
+/// The update endpoint of `base`, with the only facts the check may send: version and platform.
+fn update_endpoint(base: &str) -> String {
+    format!(
+        "{base}/latest.json?version={{{{current_version}}}}&target={{{{target}}}}&arch={{{{arch}}}}"
+    )
+}
+
+async fn click(client: &Client, css: &str) {
+    let element = eventually(css, || async { client.find(Locator::Css(css)).await.ok() }).await;
+    element
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn save_screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join(name), png).expect("save screenshot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn a_signed_newer_version_is_offered_after_the_first_run_yes_and_installed_only_on_click() {
+    let sandbox = Sandbox::new();
+    let installed = sandbox.root.join("apps/Hearth.AppImage");
+    std::fs::create_dir_all(installed.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&installed, appimage_bytes("Hearth 0.1.0")).expect("the installed copy");
+    let bundle = appimage_bytes("Hearth 9.9.9");
+    let (base, site) =
+        UpdateSite::start("9.9.9", bundle.clone(), sign_update(&bundle, "9.9.9")).await;
+    let endpoint = update_endpoint(&base);
+    let (_driver, client) = open_main(
+        &sandbox,
+        &[
+            ("HEARTH_UPDATE_ENDPOINT", endpoint.as_str()),
+            (
+                "HEARTH_UPDATE_INSTALL_PATH",
+                installed.to_str().expect("utf-8"),
+            ),
+        ],
+    )
+    .await;
+
+    // The first run asks; until it is answered, nothing is asked of the server.
+    let question = eventually("the first-run question", || {
+        text_of(&client, "[data-update='question']")
+    })
+    .await;
+    assert!(question.contains("sends only its version"), "{question}");
+    eventually("the start-up decision", || async {
+        app_log(&sandbox)
+            .contains("no automatic update check")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(site.requests(), Vec::<String>::new());
+    save_screenshot(&client, "update-first-run-question.png").await;
+
+    // "Check automatically": one check, carrying the version and the platform only.
+    click(&client, "[data-update='question'] .btn-primary").await;
+    let offer = eventually("the offer", || text_of(&client, "[data-update='offer'] h2")).await;
+    assert_eq!(offer.trim(), "Hearth 9.9.9 is available");
+    assert_eq!(
+        site.requests(),
+        vec!["/latest.json?version=0.1.0&target=linux&arch=x86_64".to_owned()]
+    );
+    for names in site.header_names() {
+        for name in &names {
+            assert!(
+                ["host", "accept", "user-agent", "accept-encoding"].contains(&name.as_str()),
+                "the check sent {name}: {names:?}"
+            );
+        }
+    }
+    save_screenshot(&client, "update-offer.png").await;
+
+    // The notes, as text; nothing downloaded or replaced before the click.
+    click(&client, "[data-update='offer'] .btn-primary").await;
+    let notes = eventually("the notes", || {
+        text_of(&client, "[data-update='details'] .notes")
+    })
+    .await;
+    assert!(notes.contains("<b>Shown as text</b>."), "{notes}");
+    save_screenshot(&client, "update-offer-details.png").await;
+    assert_eq!(site.requests().len(), 1, "{:?}", site.requests());
+    assert_eq!(
+        std::fs::read(&installed).expect("read"),
+        appimage_bytes("Hearth 0.1.0")
+    );
+
+    // Install: downloaded, verified, the installed copy replaced; then "Restart now".
+    click(&client, "[data-update='details'] .btn-primary").await;
+    let done = eventually("the installed card", || {
+        text_of(&client, "[data-update='installed'] h2")
+    })
+    .await;
+    assert_eq!(done.trim(), "Hearth 9.9.9 is installed");
+    assert_eq!(
+        site.requests().last().map(String::as_str),
+        Some("/Hearth.AppImage")
+    );
+    assert_eq!(std::fs::read(&installed).expect("read"), bundle);
+    save_screenshot(&client, "update-installed.png").await;
+    client.close().await.expect("end session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn an_update_whose_signature_does_not_verify_is_downloaded_refused_and_nothing_is_replaced() {
+    let sandbox = Sandbox::new();
+    let (code, v) = sandbox.cli(&["updates", "on"], "");
+    assert_eq!(code, 0, "{v}");
+    let installed = sandbox.root.join("apps/Hearth.AppImage");
+    std::fs::create_dir_all(installed.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&installed, appimage_bytes("Hearth 0.1.0")).expect("the installed copy");
+    // Signed by the right key, but for other bytes: a tampered bundle.
+    let bundle = appimage_bytes("Hearth 9.9.9, tampered");
+    let signature = sign_update(&appimage_bytes("Hearth 9.9.9"), "9.9.9");
+    let (base, site) = UpdateSite::start("9.9.9", bundle, signature).await;
+    let endpoint = update_endpoint(&base);
+    let (_driver, client) = open_main(
+        &sandbox,
+        &[
+            ("HEARTH_UPDATE_ENDPOINT", endpoint.as_str()),
+            (
+                "HEARTH_UPDATE_INSTALL_PATH",
+                installed.to_str().expect("utf-8"),
+            ),
+        ],
+    )
+    .await;
+    // Checked at start (the user said yes before): the offer.
+    eventually("the offer", || text_of(&client, "[data-update='offer'] h2")).await;
+    click(&client, "[data-update='offer'] .btn-primary").await;
+    click(&client, "[data-update='details'] .btn-primary").await;
+    let refused = eventually("the refusal", || text_of(&client, "[data-update='error']")).await;
+    assert!(
+        refused.contains("not signed with Hearth's release key, so it was not installed"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Nothing on this computer was changed."),
+        "{refused}"
+    );
+    // It was downloaded (the signature is checked on the download) and nothing replaced.
+    assert_eq!(
+        site.requests().last().map(String::as_str),
+        Some("/Hearth.AppImage")
+    );
+    assert_eq!(
+        std::fs::read(&installed).expect("read"),
+        appimage_bytes("Hearth 0.1.0")
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(installed.parent().expect("parent"))
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    save_screenshot(&client, "update-refused.png").await;
+    client.close().await.expect("end session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn no_update_request_when_turned_off_and_an_unreachable_server_shows_no_error() {
+    let bundle = appimage_bytes("Hearth 9.9.9");
+    let (base, site) =
+        UpdateSite::start("9.9.9", bundle.clone(), sign_update(&bundle, "9.9.9")).await;
+    let endpoint = update_endpoint(&base);
+
+    // Turned off (as Settings' switch or the first-run "no" leave it): no request at start.
+    let sandbox = Sandbox::new();
+    let (code, v) = sandbox.cli(&["updates", "off"], "");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["check"], json!(false), "{v}");
+    {
+        let (_driver, client) =
+            open_main(&sandbox, &[("HEARTH_UPDATE_ENDPOINT", endpoint.as_str())]).await;
+        eventually("the start-up decision", || async {
+            app_log(&sandbox)
+                .contains("no automatic update check")
+                .then_some(())
+        })
+        .await;
+        // Settings → About shows the switch off and no question is asked.
+        click(&client, "button[data-route='settings']").await;
+        let switch = eventually("the update switch", || async {
+            client
+                .find(Locator::Css("[data-about='check-updates']"))
+                .await
+                .ok()
+        })
+        .await;
+        assert_eq!(
+            switch.prop("checked").await.expect("checked").as_deref(),
+            Some("false")
+        );
+        assert!(
+            client.find(Locator::Css("[data-update]")).await.is_err(),
+            "no update card"
+        );
+        client.close().await.expect("end session");
+    }
+    assert_eq!(site.requests(), Vec::<String>::new());
+
+    // On, with the server unreachable: the check fails quietly.
+    let sandbox = Sandbox::new();
+    let (code, v) = sandbox.cli(&["updates", "on"], "");
+    assert_eq!(code, 0, "{v}");
+    let dead = format!("http://127.0.0.1:{}/latest.json", free_port());
+    let (_driver, client) = open_main(&sandbox, &[("HEARTH_UPDATE_ENDPOINT", dead.as_str())]).await;
+    eventually("the failed check", || async {
+        app_log(&sandbox)
+            .contains("the update check failed (not shown)")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        client.find(Locator::Css("[data-update]")).await.is_err(),
+        "no update card or error"
+    );
+    let (code, v) = sandbox.cli(&["updates", "show"], "");
+    assert_eq!(code, 0, "{v}");
+    assert!(
+        v["last_checked_at"].is_i64(),
+        "the attempt counts as the day's check: {v}"
+    );
+    client.close().await.expect("end session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn settings_about_shows_the_version_and_open_at_login_writes_the_autostart_entry() {
+    let sandbox = Sandbox::new();
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+    click(&client, "button[data-route='settings']").await;
+    let version = eventually("the version", || text_of(&client, "[data-about='version']")).await;
+    assert_eq!(version.trim(), env!("CARGO_PKG_VERSION"));
+    let doctor = sandbox.doctor(true);
+    let data_dir = eventually("the data folder", || {
+        text_of(&client, "[data-about='data_dir']")
+    })
+    .await;
+    assert_eq!(
+        data_dir.trim(),
+        doctor["data_dir"].as_str().expect("data_dir")
+    );
+    let commit = eventually("the commit", || text_of(&client, "[data-about='commit']")).await;
+    assert_eq!(commit.trim(), doctor["commit"].as_str().expect("commit"));
+    // A build from source does not update itself, and says so.
+    eventually("the note", || text_of(&client, "[data-about='no-updates']")).await;
+
+    // Off by default; on writes the desktop's autostart entry, which starts Hearth in the tray.
+    let entry = sandbox.root.join("home/.config/autostart/Hearth.desktop");
+    let login = eventually("the switch", || async {
+        let el = client
+            .find(Locator::Css("[data-about='open-at-login']"))
+            .await
+            .ok()?;
+        (el.prop("disabled").await.ok()?.as_deref() == Some("false")).then_some(el)
+    })
+    .await;
+    assert_eq!(
+        login.prop("checked").await.expect("checked").as_deref(),
+        Some("false")
+    );
+    assert!(!entry.exists());
+    login.click().await.expect("turn on");
+    let text = eventually("the autostart entry", || async {
+        std::fs::read_to_string(&entry).ok()
+    })
+    .await;
+    assert!(text.contains("hearth-desktop --in-tray"), "{text}");
+    save_screenshot(&client, "settings-about.png").await;
+    login.click().await.expect("turn off");
+    eventually("the entry gone", || async {
+        (!entry.exists()).then_some(())
+    })
+    .await;
+    client.close().await.expect("end session");
 }

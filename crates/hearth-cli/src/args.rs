@@ -204,6 +204,15 @@ pub enum Command {
         #[command(subcommand)]
         command: EvalCommand,
     },
+    /// Whether the app looks for a newer Hearth by itself: show, on, off.
+    ///
+    /// The app asks on its first run and checks nothing until then; when on, it checks at
+    /// start and once a day, sending only its version and platform, and installs an update
+    /// only when you click Install. The CLI never downloads or installs anything.
+    Updates {
+        #[command(subcommand)]
+        command: UpdatesCommand,
+    },
     /// Manage the database key.
     Key {
         #[command(subcommand)]
@@ -567,6 +576,16 @@ pub enum ModelCommand {
     /// The engine: whether its worker runs (in this process), the model loaded, its
     /// memory, and the models chosen.
     Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpdatesCommand {
+    /// Whether automatic checks are on, and when the app last checked.
+    Show,
+    /// Let the app check for updates at start and once a day.
+    On,
+    /// No automatic checks (the app's Settings → About can still check when you ask).
+    Off,
 }
 
 #[derive(Debug, Subcommand)]

@@ -45,6 +45,7 @@ mod output;
 mod providers;
 mod secrets;
 mod tools;
+mod updates;
 
 use std::process::ExitCode;
 
@@ -178,6 +179,7 @@ fn main() -> ExitCode {
         Command::Jobs {
             command: JobsCommand::Run,
         } => run_jobs(&out),
+        Command::Updates { command } => updates::run(&out, command),
         Command::Doctor => doctor(&out),
         Command::Key { command } => match command {
             KeyCommand::Export { yes } => key::export(&out, yes),

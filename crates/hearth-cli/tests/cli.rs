@@ -467,3 +467,28 @@ fn the_key_moves_between_all_backends_and_a_kill_leaves_no_stray_copy() {
         );
     }
 }
+
+#[test]
+fn updates_start_unanswered_and_on_and_off_are_what_the_app_reads() {
+    let home = Home::new();
+    let file = KeyBackend::File;
+    let shown = home.json(file, &["updates", "show", "--json"]);
+    assert_eq!(
+        shown,
+        serde_json::json!({ "check": null, "last_checked_at": null })
+    );
+    let on = home.json(file, &["updates", "on", "--json"]);
+    assert_eq!(on["check"], Value::Bool(true));
+    // The engine the app runs on reads the same answer: a check is due now.
+    let hearth = hearth_core::Hearth::open_oneshot(&home.options(file)).expect("open");
+    let now = hearth_core::now_millis();
+    assert!(hearth.updates().due(now).expect("due"));
+    let off = home.json(file, &["updates", "off", "--json"]);
+    assert_eq!(off["check"], Value::Bool(false));
+    assert!(!hearth.updates().due(now).expect("due"));
+    let text = home.run(file, &["updates", "show"]);
+    assert_eq!(
+        String::from_utf8_lossy(&text.stdout),
+        "automatic update checks: off\nlast checked: never\n"
+    );
+}

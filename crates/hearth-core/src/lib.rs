@@ -103,7 +103,8 @@ pub use hearth::{
     JobResult, JobRunner, KeyService, LocalModelStatus, McpService, McpToolInfo, MemoryCounts,
     MemoryDetail, MemoryService, ModelChoice, ModelService, NewServer, ProviderService,
     RECENT_AUDIT_ENTRIES, REEMBED_JOB, RunPolicy, RunningJobs, SearchScope, ServerReport, Status,
-    ToolReview, Turn, WatchingFolders, set_build_commit, set_release_freed_memory,
+    ToolReview, Turn, UPDATE_CHECK_EVERY_MS, UpdateService, UpdateSettings, WatchingFolders,
+    set_build_commit, set_release_freed_memory,
 };
 pub use hearth_base::{Error, Result, ServiceError};
 pub use paths::DataDir;

@@ -216,3 +216,37 @@ async fn the_model_that_learns_from_a_turn_is_the_one_the_user_chose_for_it() {
     );
     assert!(seen.iter().all(|r| r.body["model"] == "b-local-model"));
 }
+
+#[test]
+fn no_automatic_update_check_until_the_user_says_yes_then_one_a_day() {
+    use hearth_core::UPDATE_CHECK_EVERY_MS as CHECK_EVERY_MS;
+    let (_tmp, hearth) = open();
+    let updates = hearth.updates();
+    let now = 1_800_000_000_000;
+    // Not asked yet: nothing reaches the network on its own.
+    assert_eq!(updates.settings().expect("settings").check, None);
+    assert!(!updates.due(now).expect("due"));
+    // The first-run answer "no" keeps it so.
+    updates.set_check(false).expect("no");
+    assert!(!updates.due(now).expect("due"));
+    // "Yes": a check now, then not again within a day, then again.
+    let on = updates.set_check(true).expect("yes");
+    assert_eq!(on.check, Some(true));
+    assert!(updates.due(now).expect("due"));
+    updates.record_check(now).expect("record");
+    assert_eq!(
+        updates.settings().expect("settings").last_checked_at,
+        Some(now)
+    );
+    assert!(!updates.due(now + CHECK_EVERY_MS - 1).expect("due"));
+    assert!(updates.due(now + CHECK_EVERY_MS).expect("due"));
+    // A clock set back does not stop checks for good.
+    assert!(updates.due(now - 1).expect("due"));
+    // Turned off in Settings: no more automatic checks, the last time is kept.
+    updates.set_check(false).expect("off");
+    assert!(!updates.due(now + 2 * CHECK_EVERY_MS).expect("due"));
+    assert_eq!(
+        updates.settings().expect("settings").last_checked_at,
+        Some(now)
+    );
+}

@@ -329,3 +329,17 @@ pub struct AddBuiltinArgs {
 pub struct IdleUnloadArgs {
     pub seconds: u32,
 }
+
+/// The arguments of `set_update_check`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetUpdateCheckArgs {
+    pub on: bool,
+}
+
+/// The arguments of `set_open_at_login`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetOpenAtLoginArgs {
+    pub on: bool,
+}

@@ -13,6 +13,7 @@ mod memory;
 mod models;
 mod providers;
 mod tools;
+mod updates;
 
 pub use args::*;
 pub use chat::*;
@@ -22,6 +23,7 @@ pub use memory::*;
 pub use models::*;
 pub use providers::*;
 pub use tools::*;
+pub use updates::*;
 
 /// What `hearth doctor` reports, as the Status panel shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -131,6 +133,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("builtin_download_progress", "BuiltinDownloadEvent"),
     ("index_progress", "IndexProgressEvent"),
     ("consent_changed", "number"),
+    ("update_available", "UpdateOfferDto"),
 ];
 
 /// Types `commands.ts` imports, in alphabetical order.
@@ -187,6 +190,8 @@ const IMPORTS: &[&str] = &[
     "SlotsDto",
     "StatusDto",
     "ToolDto",
+    "UpdateOfferDto",
+    "UpdatesDto",
 ];
 
 /// The text of `commands.ts`.

@@ -12,6 +12,7 @@
  *   ./consent.ts    the questions before a tool runs (the consent window answers them)
  *   ./mcp.ts        MCP servers on the Tools screen: add, import, approve, review a change
  *   ./builtin.ts    the built-in model: catalogue, downloads, Settings → Models
+ *   ./updates.ts    updates and "Open at login" (`?updates=ask|offer|bad-signature|source`)
  *
  * The handler tables are typed from the generated bindings (./types.ts): adding, removing or
  * changing a command or a DTO in Rust (and regenerating the bindings) breaks `npm run check`.
@@ -87,6 +88,7 @@ import { createMemoryMock, type MemoryScenario } from './memory';
 import { createProvidersMock, type LocalServer } from './providers';
 import { seededScenario, type Scenario } from './scenarios';
 import { createSettingsMock } from './settings';
+import { createUpdatesMock, updatesStateFromLocation } from './updates';
 import type { Handlers } from './types';
 
 export { SCENARIOS, scenarioFromLocation, type Scenario } from './scenarios';
@@ -191,6 +193,7 @@ export function installMocks(
 
   const consent = createConsentMock({ scenario, seeded, windowLabel, emit: send });
   const mcp = createMcpMock({ seeded, emit: send });
+  const updates = createUpdatesMock(updatesStateFromLocation());
 
   const handlers: Handlers = {
     ...consent.handlers,
@@ -202,6 +205,7 @@ export function installMocks(
     ...embedding.handlers,
     ...folders.handlers,
     ...builtin.handlers,
+    ...updates.handlers,
   };
 
   const calls: IpcCall[] = [];

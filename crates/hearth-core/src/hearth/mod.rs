@@ -13,6 +13,7 @@ mod mcp;
 mod memory;
 mod providers;
 mod turn;
+mod updates;
 
 /// The settings key of the quick-prompt shortcut.
 const QUICK_PROMPT_SHORTCUT: &str = "shortcut.quick_prompt";
@@ -37,6 +38,7 @@ pub use mcp::{
 pub use memory::{ExportFormat, MemoryCounts, MemoryDetail, MemoryService};
 pub use providers::{EffectiveSlots, ModelService, ProviderService};
 pub use turn::{ModelChoice, Turn};
+pub use updates::{UPDATE_CHECK_EVERY_MS, UpdateService, UpdateSettings};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -317,6 +319,11 @@ impl Hearth {
     /// The built-in model: installed GGUF files, the choice among them, the engine.
     pub fn builtin(&self) -> BuiltinService {
         BuiltinService::new(self.clone())
+    }
+
+    /// When Hearth may look for a newer version of itself.
+    pub fn updates(&self) -> UpdateService {
+        UpdateService::new(self.clone())
     }
 
     /// The model table (windows, prices).

@@ -51,6 +51,8 @@ import type { SlotDto } from "./SlotDto";
 import type { SlotsDto } from "./SlotsDto";
 import type { StatusDto } from "./StatusDto";
 import type { ToolDto } from "./ToolDto";
+import type { UpdateOfferDto } from "./UpdateOfferDto";
+import type { UpdatesDto } from "./UpdatesDto";
 
 /** Every IPC command the shell exposes: its arguments and its result. */
 export type Commands = {
@@ -163,6 +165,14 @@ risk: string, }; result: null };
   remove_builtin_model: { args: { name: string, }; result: null };
   use_builtin_model: { args: { name: string, fast: boolean, }; result: BuiltinModelDto };
   set_idle_unload: { args: { seconds: number, }; result: BuiltinStatusDto };
+  get_updates: { args: Record<string, never>; result: UpdatesDto };
+  set_update_check: { args: { on: boolean, }; result: UpdatesDto };
+  check_for_update: { args: Record<string, never>; result: UpdatesDto };
+  install_update: { args: Record<string, never>; result: UpdatesDto };
+  restart_app: { args: Record<string, never>; result: null };
+  open_download_page: { args: Record<string, never>; result: null };
+  get_open_at_login: { args: Record<string, never>; result: boolean };
+  set_open_at_login: { args: { on: boolean, }; result: boolean };
 };
 
 /** Every event the shell emits and its payload. */
@@ -181,6 +191,7 @@ export type Events = {
   builtin_download_progress: BuiltinDownloadEvent;
   index_progress: IndexProgressEvent;
   consent_changed: number;
+  update_available: UpdateOfferDto;
 };
 
 /** What a failed command rejects with. */
