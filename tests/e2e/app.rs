@@ -2547,7 +2547,11 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
         let mut fields = line.split_whitespace();
         match fields.next() {
             Some(first) if first.contains('-') && !first.ends_with(':') => {
-                current = line.split_whitespace().skip(5).collect::<Vec<_>>().join(" ");
+                current = line
+                    .split_whitespace()
+                    .skip(5)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 if current.is_empty() {
                     current = format!("[anon {first}]");
                 }
@@ -2559,7 +2563,7 @@ async fn bench_idle_memory_after_the_built_in_model_unloads() {
             _ => {}
         }
     }
-    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    mappings.sort_by_key(|m| std::cmp::Reverse(m.0));
     for (kb, name) in mappings.iter().take(8) {
         println!("anonymous {:.1} MB in {name}", *kb as f64 / 1024.0);
     }
@@ -3119,27 +3123,40 @@ async fn an_update_whose_signature_does_not_verify_is_downloaded_refused_and_not
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
-async fn no_update_request_when_turned_off_and_an_unreachable_server_shows_no_error() {
+async fn no_update_request_after_the_first_run_no_and_an_unreachable_server_shows_no_error() {
     let bundle = appimage_bytes("Hearth 9.9.9");
     let (base, site) =
         UpdateSite::start("9.9.9", bundle.clone(), sign_update(&bundle, "9.9.9")).await;
     let endpoint = update_endpoint(&base);
 
-    // Turned off (as Settings' switch or the first-run "no" leave it): no request at start.
+    // The first-run question answered "No thanks": no request then, nor at the next start.
     let sandbox = Sandbox::new();
-    let (code, v) = sandbox.cli(&["updates", "off"], "");
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(v["check"], json!(false), "{v}");
+    let env = [("HEARTH_UPDATE_ENDPOINT", endpoint.as_str())];
     {
-        let (_driver, client) =
-            open_main(&sandbox, &[("HEARTH_UPDATE_ENDPOINT", endpoint.as_str())]).await;
-        eventually("the start-up decision", || async {
-            app_log(&sandbox)
-                .contains("no automatic update check")
+        let (_driver, client) = open_main(&sandbox, &env).await;
+        click(&client, "[data-update='question'] .btn-quiet").await;
+        eventually("the answer stored", || async {
+            let (_, v) = sandbox.cli(&["updates", "show"], "");
+            (v["check"] == json!(false)).then_some(())
+        })
+        .await;
+        assert!(
+            client.find(Locator::Css("[data-update]")).await.is_err(),
+            "the question is gone"
+        );
+        client.close().await.expect("end session");
+    }
+    {
+        let (_driver, client) = open_main(&sandbox, &env).await;
+        eventually("the second start's decision", || async {
+            (app_log(&sandbox)
+                .matches("no automatic update check")
+                .count()
+                >= 2)
                 .then_some(())
         })
         .await;
-        // Settings → About shows the switch off and no question is asked.
+        // Settings → About shows the switch off, and no question is asked again.
         click(&client, "button[data-route='settings']").await;
         let switch = eventually("the update switch", || async {
             client
