@@ -271,6 +271,20 @@ impl Store {
         }
     }
 
+    /// Gives back what the connections keep between uses, for an engine idle a while: the
+    /// pooled readers are closed (the next read opens one) and the writer's page cache of
+    /// decrypted pages is emptied.
+    pub fn release_memory(&self) {
+        let readers = match self.inner.readers.lock() {
+            Ok(mut pool) => std::mem::take(&mut *pool),
+            Err(_) => Vec::new(),
+        };
+        drop(readers);
+        if let Ok(writer) = self.inner.writer.lock() {
+            release_cache(&writer);
+        }
+    }
+
     /// Runs `f` with a reader connection on this thread.
     pub fn read_blocking<T>(
         &self,

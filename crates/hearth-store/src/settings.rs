@@ -72,4 +72,33 @@ mod tests {
         // A value of another shape reads as unset rather than failing.
         assert_eq!(store.setting::<u32>("shortcut").expect("get"), None);
     }
+
+    #[test]
+    fn released_connections_leave_nothing_unreadable() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut opts = OpenOptions::new(DataDir::new(tmp.path().join("d")));
+        opts.new_key_backend = KeyBackend::File;
+        let store = Store::open(&opts).expect("open");
+        store.set_setting("theme", &"dark").expect("set");
+        assert_eq!(store.inner.readers.lock().expect("pool").len(), 0);
+        assert_eq!(
+            store.setting::<String>("theme").expect("get").as_deref(),
+            Some("dark")
+        );
+        assert_eq!(store.inner.readers.lock().expect("pool").len(), 1);
+        // Idle: the pooled reader is closed; the next read opens one and sees the same.
+        store.release_memory();
+        assert_eq!(store.inner.readers.lock().expect("pool").len(), 0);
+        assert_eq!(
+            store.setting::<String>("theme").expect("get").as_deref(),
+            Some("dark")
+        );
+        store
+            .set_setting("theme", &"light")
+            .expect("write after release");
+        assert_eq!(
+            store.setting::<String>("theme").expect("get").as_deref(),
+            Some("light")
+        );
+    }
 }

@@ -235,13 +235,17 @@ impl Encoder {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn get<E>(&self, load: fn() -> Result<CoreBPE, E>) -> Option<Arc<CoreBPE>> {
+    fn get<E: Send>(&self, load: fn() -> Result<CoreBPE, E>) -> Option<Arc<CoreBPE>> {
         let mut slot = self.lock();
         if let Some((bpe, used)) = slot.as_mut() {
             *used = Instant::now();
             return Some(bpe.clone());
         }
-        let bpe = Arc::new(load().ok()?);
+        // Built on a thread of its own: its tables (tens of MB) fill allocator pages that
+        // hold nothing else, so when the encoder is dropped those pages are wholly free and
+        // go back to the system, instead of staying pinned by a long-lived caller's objects.
+        let built = std::thread::scope(|s| s.spawn(load).join());
+        let bpe = Arc::new(built.ok()?.ok()?);
         *slot = Some((bpe.clone(), Instant::now()));
         Some(bpe)
     }

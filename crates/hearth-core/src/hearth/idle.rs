@@ -93,6 +93,8 @@ pub(super) fn release_when_idle(hearth: &Hearth, idle: Option<Duration>) -> bool
         );
     }
     if dropped {
+        // The database connections' caches too: the next read opens a reader again.
+        hearth.inner.store.release_memory();
         release_freed();
     }
     dropped
