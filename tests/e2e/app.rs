@@ -2965,6 +2965,28 @@ fn update_endpoint(base: &str) -> String {
     )
 }
 
+/// An installed copy of Hearth 0.1.0 (an AppImage) in the sandbox: what an update replaces.
+fn installed_appimage(sandbox: &Sandbox) -> PathBuf {
+    let installed = sandbox.root.join("apps/Hearth.AppImage");
+    std::fs::create_dir_all(installed.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&installed, appimage_bytes("Hearth 0.1.0")).expect("the installed copy");
+    installed
+}
+
+/// The app checking the update site at `base` and installing over `installed`.
+async fn open_with_updates(sandbox: &Sandbox, base: &str, installed: &Path) -> (Driver, Client) {
+    let endpoint = update_endpoint(base);
+    let installed = installed.to_str().expect("utf-8");
+    open_main(
+        sandbox,
+        &[
+            ("HEARTH_UPDATE_ENDPOINT", endpoint.as_str()),
+            ("HEARTH_UPDATE_INSTALL_PATH", installed),
+        ],
+    )
+    .await
+}
+
 async fn click(client: &Client, css: &str) {
     let element = eventually(css, || async { client.find(Locator::Css(css)).await.ok() }).await;
     element
@@ -2982,24 +3004,11 @@ async fn save_screenshot(client: &Client, name: &str) {
 #[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
 async fn a_signed_newer_version_is_offered_after_the_first_run_yes_and_installed_only_on_click() {
     let sandbox = Sandbox::new();
-    let installed = sandbox.root.join("apps/Hearth.AppImage");
-    std::fs::create_dir_all(installed.parent().expect("parent")).expect("mkdir");
-    std::fs::write(&installed, appimage_bytes("Hearth 0.1.0")).expect("the installed copy");
+    let installed = installed_appimage(&sandbox);
     let bundle = appimage_bytes("Hearth 9.9.9");
     let (base, site) =
         UpdateSite::start("9.9.9", bundle.clone(), sign_update(&bundle, "9.9.9")).await;
-    let endpoint = update_endpoint(&base);
-    let (_driver, client) = open_main(
-        &sandbox,
-        &[
-            ("HEARTH_UPDATE_ENDPOINT", endpoint.as_str()),
-            (
-                "HEARTH_UPDATE_INSTALL_PATH",
-                installed.to_str().expect("utf-8"),
-            ),
-        ],
-    )
-    .await;
+    let (_driver, client) = open_with_updates(&sandbox, &base, &installed).await;
 
     // The first run asks; until it is answered, nothing is asked of the server.
     let question = eventually("the first-run question", || {
@@ -3070,25 +3079,12 @@ async fn an_update_whose_signature_does_not_verify_is_downloaded_refused_and_not
     let sandbox = Sandbox::new();
     let (code, v) = sandbox.cli(&["updates", "on"], "");
     assert_eq!(code, 0, "{v}");
-    let installed = sandbox.root.join("apps/Hearth.AppImage");
-    std::fs::create_dir_all(installed.parent().expect("parent")).expect("mkdir");
-    std::fs::write(&installed, appimage_bytes("Hearth 0.1.0")).expect("the installed copy");
+    let installed = installed_appimage(&sandbox);
     // Signed by the right key, but for other bytes: a tampered bundle.
     let bundle = appimage_bytes("Hearth 9.9.9, tampered");
     let signature = sign_update(&appimage_bytes("Hearth 9.9.9"), "9.9.9");
     let (base, site) = UpdateSite::start("9.9.9", bundle, signature).await;
-    let endpoint = update_endpoint(&base);
-    let (_driver, client) = open_main(
-        &sandbox,
-        &[
-            ("HEARTH_UPDATE_ENDPOINT", endpoint.as_str()),
-            (
-                "HEARTH_UPDATE_INSTALL_PATH",
-                installed.to_str().expect("utf-8"),
-            ),
-        ],
-    )
-    .await;
+    let (_driver, client) = open_with_updates(&sandbox, &base, &installed).await;
     // Checked at start (the user said yes before): the offer.
     eventually("the offer", || text_of(&client, "[data-update='offer'] h2")).await;
     click(&client, "[data-update='offer'] .btn-primary").await;
