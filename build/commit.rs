@@ -14,8 +14,20 @@ fn emit_commit() {
         let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
         (out.status.success() && !text.is_empty()).then_some(text)
     };
-    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let dir = std::path::Path::new(&dir);
+    if let Some(absolute) = git(&["rev-parse", "--absolute-git-dir"]) {
+        // Watched by a path relative to this package (`../../.git`) where it can be: a
+        // target folder shared by two checkouts must not keep watching the other one's.
+        let relative = std::path::Path::new(&git(&["rev-parse", "--show-cdup"]).unwrap_or_default())
+            .join(".git");
+        let dir = if std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(&relative)
+            .is_dir()
+        {
+            relative
+        } else {
+            std::path::PathBuf::from(absolute)
+        };
+        let dir = dir.as_path();
         println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
             let reference = dir.join(&branch);
@@ -25,6 +37,14 @@ fn emit_commit() {
         }
         if dir.join("packed-refs").exists() {
             println!("cargo:rerun-if-changed={}", dir.join("packed-refs").display());
+        }
+        // After `git pack-refs` (git gc) the branch has no file of its own when this runs,
+        // and the next commit writes one: the folder of branches sees it (cargo scans a
+        // folder's files), and HEAD's log grows with every commit and checkout.
+        for watched in [dir.join("refs").join("heads"), dir.join("logs").join("HEAD")] {
+            if watched.exists() {
+                println!("cargo:rerun-if-changed={}", watched.display());
+            }
         }
     }
     let commit = std::env::var("HEARTH_COMMIT")
