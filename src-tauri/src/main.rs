@@ -21,28 +21,7 @@ fn release_freed_memory() {
     };
 }
 
-/// glibc: keep freed buffers in the heap instead of unmapping or trimming them on every
-/// free (the embedder allocates tens of MB per batch); the engine trims explicitly when it
-/// drops an idle model. Measured: the embedding bench under glibc was 5.6 % (short texts)
-/// and 9.5 % (long) slower than mimalloc with glibc's defaults, and on a par with these
-/// (docs/decisions/0022).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn tune_glibc_malloc() {
-    unsafe extern "C" {
-        fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-    }
-    const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
-    const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-    // SAFETY: `mallopt` takes no pointers; called first thing in main, before other threads.
-    unsafe {
-        mallopt(M_TRIM_THRESHOLD, 512 << 20);
-        mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    }
-}
-
 fn main() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tune_glibc_malloc();
     // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
     if let Some(code) = unsafe { hearth_core::process_start() } {
