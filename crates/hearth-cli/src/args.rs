@@ -340,7 +340,8 @@ pub enum EvalCommand {
     /// ten.
     ///
     /// --profile DIR: DIR/memories.tsv has key<TAB>kind<TAB>text lines, DIR/queries.tsv
-    /// key<TAB>request lines (blank lines and # comments skipped). Builds a temporary store
+    /// key<TAB>request lines (a request that needs several memories joins their keys with
+    /// +; blank lines and # comments skipped). Builds a temporary store
     /// with those memories plus generated memories about other people, and for each request
     /// reports whether the keyed memory is in the memory block a chat turn would send and its
     /// rank in `memory list --query`: block hit rate, R@1, R@5, MRR, and the misses.

@@ -271,6 +271,12 @@ pub fn eval_profile(
             "search R@1 {:.3}  R@5 {:.3}  MRR {:.3}",
             report.r1, report.r5, report.mrr
         );
+        if let Some(rate) = report.multi_block_hit_rate {
+            println!(
+                "requests that need several memories: {}, all of them in the block for {rate:.3}",
+                report.multi_n
+            );
+        }
         if !report.misses.is_empty() {
             println!("missed: {}", report.misses.join(", "));
         }

@@ -230,27 +230,90 @@ fn the_model_to_measure_with_is_named_and_one_not_here_measures_keywords_saying_
     );
 }
 
-/// The profile set of `tests/data/profile` was written before any tuning; its hash keeps
-/// it from being edited to fit the ranker (a new version goes in a new folder).
+/// The profile sets of `tests/data/profile` and `tests/data/profile-extended` were written
+/// before any tuning; their hashes keep them from being edited to fit the ranker (a new
+/// version goes in a new folder).
 #[test]
-fn the_profile_set_is_frozen() {
+fn the_profile_sets_are_frozen() {
     use sha2::Digest;
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hearth-core/tests/data/profile");
-    for (file, hash) in [
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hearth-core/tests/data");
+    for (set, file, hash) in [
         (
+            "profile",
             "memories.tsv",
             "9b66383a2818896906cbfe91b621c8c8536e85cf6fe11fd87874d34546792be2",
         ),
         (
+            "profile",
             "queries.tsv",
             "d9b25c25949cf7968e68253e86188a81921d983627b18b735dcb21f0065b992b",
         ),
+        (
+            "profile-extended",
+            "memories.tsv",
+            "698f51e64967faa252692da67745ddc2606dd08d557fd91b7fa348ea695db1ee",
+        ),
+        (
+            "profile-extended",
+            "queries.tsv",
+            "14a183708e6a634b95cbc2a6b8eaab79837fc2e5c110dad7e9b2c044035e303a",
+        ),
     ] {
-        let bytes = std::fs::read(dir.join(file)).expect("read");
+        let bytes = std::fs::read(data.join(set).join(file)).expect("read");
         let got: String = sha2::Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        assert_eq!(got, hash, "{file} changed");
+        assert_eq!(got, hash, "{set}/{file} changed");
     }
+}
+
+#[test]
+fn a_request_that_needs_two_memories_is_a_hit_only_when_both_are_in_the_block() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("memories.tsv"),
+        "dog\tfact\tUser has a border collie named Pixel.\n\
+         tea\tpreference\tUser drinks green tea every morning.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("queries.tsv"),
+        "# both share words with the first request; the second shares none with tea\n\
+         dog+tea\tDoes Pixel like green tea?\n\
+         tea+dog\tTell me about Pixel.\n\
+         dog\tPixel?\n",
+    )
+    .expect("write");
+    // 400 memories about other people: keyword search finds tea only by its words, so the
+    // second request's block lacks it.
+    let (code, report, stderr) = profile_eval(dir.path(), &["--distractors", "400"], true);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["n"], 3, "{report}");
+    assert_eq!(report["multi_n"], 2, "{report}");
+    assert_eq!(report["multi_block_hit_rate"], 0.5, "{report}");
+    assert_eq!(report["misses"], serde_json::json!(["tea+dog"]), "{report}");
+    // The rank of a request needing two is the best of theirs: Pixel's, first.
+    let ranks: Vec<&Value> = report["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|r| &r["rank"])
+        .collect();
+    assert_eq!(
+        ranks,
+        [&Value::from(1), &Value::from(1), &Value::from(1)],
+        "{report}"
+    );
+
+    std::fs::write(dir.path().join("queries.tsv"), "dog+cat\tPixel?\n").expect("write");
+    let (code, report, _) = profile_eval(dir.path(), &[], true);
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("queries.tsv line 1: no memory has the key \"cat\" in memories.tsv"),
+        "{report}"
+    );
 }

@@ -1,7 +1,9 @@
 //! The memory block and memory search on the real model (all-MiniLM-L6-v2) among hundreds
 //! of generated memories about other people (issue 10): a memory that shares no word with
 //! the request still reaches the block; an exact identifier still wins search; critical
-//! and pinned memories are always in, within the budget.
+//! and pinned memories are always in, within the budget. Issue 35: a role the request
+//! names ("my wife") brings in its person's memories, and another person's memory on the
+//! same topic does not pass as the user's or the family's.
 //!
 //! Needs the model on disk: `scripts/fetch-model.sh`, or `HEARTH_EMBED_MODEL_DIR`.
 
@@ -208,4 +210,92 @@ fn critical_and_pinned_memories_are_always_in_the_block_and_the_budget_holds() {
         assert!(tokens <= BUDGET, "{tokens} tokens");
         assert!(block.ids.len() > 10, "the rest of the budget is used");
     }
+}
+
+/// Search as the Memory screen lists it, on the real model.
+fn listed(w: &World, request: &str) -> Vec<String> {
+    let v = vector(request);
+    let model = embedder().model_id().to_owned();
+    w.memories
+        .search_listed(request, Some((model.as_str(), v.as_slice())))
+        .expect("search")
+        .into_iter()
+        .map(|c| c.id)
+        .collect()
+}
+
+fn rank_of(listed: &[String], id: &str) -> usize {
+    listed.iter().position(|i| i == id).unwrap_or(usize::MAX)
+}
+
+#[test]
+fn a_role_in_the_request_brings_in_its_persons_memory_over_someone_elses_on_the_same_topic() {
+    let (w, ids) = world(
+        &[
+            (
+                "User is married to Helena, who teaches chemistry at a secondary school.",
+                Kind::Fact,
+            ),
+            ("Helena is allergic to shellfish.", Kind::Fact),
+            (
+                "User's neighbour Marta is allergic to shellfish.",
+                Kind::Fact,
+            ),
+            ("User's colleague Rui is allergic to peanuts.", Kind::Fact),
+            ("Helena's brother Tiago cannot eat walnuts.", Kind::Fact),
+            (
+                "User is allergic to tree nuts, especially cashews and walnuts.",
+                Kind::Fact,
+            ),
+        ],
+        400,
+    );
+    let request = "Can I make a seafood paella for my wife's birthday dinner?";
+    let block = block_for(&w, request, true);
+    assert!(block.ids.contains(&ids[1]), "{}", block.text);
+    let found = listed(&w, request);
+    assert!(
+        rank_of(&found, &ids[1]) < rank_of(&found, &ids[2]),
+        "the wife's allergy ranks above the neighbour's: {found:?} {ids:?}"
+    );
+    // The user's own allergy over the wife's brother's, for a request about the user.
+    let found = listed(&w, "Can I have the walnut cake at the office party?");
+    assert!(
+        rank_of(&found, &ids[5]) < rank_of(&found, &ids[4]),
+        "{found:?} {ids:?}"
+    );
+    // Named by role, the brother-in-law's memory is still his, not the wife's.
+    let found = listed(&w, "What can my wife's brother Tiago eat?");
+    assert_eq!(found.first(), Some(&ids[4]), "{found:?} {ids:?}");
+}
+
+#[test]
+fn a_role_stated_in_a_document_names_nobody_and_a_deleted_one_stops_naming() {
+    let (w, _) = world(&[("Zoe likes fountain pens.", Kind::Preference)], 0);
+    let from_file = hearth_core::memory::NewMemory {
+        source: hearth_core::memory::Source::File {
+            path: "/home/u/notes/novel.md".into(),
+        },
+        ..NewMemory::manual("User is married to Zoe.", Kind::Fact)
+    };
+    let file_memory = w.memories.add(from_file, Actor::Assistant).expect("add");
+    let people = |w: &World| {
+        hearth_core::memory::rank::Subject::of_query_with(
+            "Gift for my wife?",
+            w.memories.people().expect("people"),
+        )
+        .weight("Zoe likes fountain pens.")
+    };
+    assert_eq!(people(&w), 1.0, "a document's words define no role");
+    let said = w
+        .memories
+        .add(
+            NewMemory::manual("User is married to Zoe.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("add");
+    assert_eq!(people(&w), hearth_core::memory::rank::NAMED_WEIGHT);
+    w.memories.delete(&said.id).expect("delete");
+    assert_eq!(people(&w), 1.0, "gone with the memory that stated it");
+    w.memories.delete(&file_memory.id).expect("delete");
 }

@@ -6,7 +6,9 @@
 //! it rank in the search the Memory screen and `memory list --query` use?
 //!
 //! `DIR/memories.tsv`: `key<TAB>kind<TAB>text` lines; `DIR/queries.tsv`: `key<TAB>request`
-//! lines. Blank lines and lines starting with `#` are skipped. LoCoMo (`locomo.rs`) measures
+//! lines, where a request that needs two memories (or more) joins their keys with `+`
+//! (`wife-allergy+own-allergy`): it is a hit only when all of them are in the block, and its
+//! search rank is the best of theirs. Blank lines and lines starting with `#` are skipped. LoCoMo (`locomo.rs`) measures
 //! dialogue turns and questions quoting them; this measures the distribution Hearth
 //! serves day to day.
 
@@ -50,7 +52,7 @@ pub struct ProfileMemory {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfileSet {
     pub memories: Vec<ProfileMemory>,
-    /// (memory key, request)
+    /// (memory key — or keys joined by `+` for a request that needs several — , request)
     pub queries: Vec<(String, String)>,
 }
 
@@ -69,6 +71,10 @@ pub struct ProfileReport {
     pub mrr: f64,
     /// Keys of the requests whose memory was not in the block, in file order.
     pub misses: Vec<String>,
+    /// Requests that need more than one memory, and the fraction of them whose block held
+    /// every one (`null` when the set has none).
+    pub multi_n: usize,
+    pub multi_block_hit_rate: Option<f64>,
     /// Every request's outcome, in file order.
     pub requests: Vec<RequestOutcome>,
     /// Profile memories and generated distractors in the store.
@@ -159,12 +165,14 @@ pub fn load(dir: &Path) -> Result<ProfileSet> {
         if request.is_empty() || request.contains('\t') {
             return Err(bad(&path, n, "expected key<TAB>request"));
         }
-        if !keys.contains(key) {
-            return Err(bad(
-                &path,
-                n,
-                format!("no memory has the key {key:?} in {MEMORIES_FILE}"),
-            ));
+        for part in key.split('+') {
+            if !keys.contains(part) {
+                return Err(bad(
+                    &path,
+                    n,
+                    format!("no memory has the key {part:?} in {MEMORIES_FILE}"),
+                ));
+            }
         }
         queries.push((key.to_owned(), request.to_owned()));
     }
@@ -208,6 +216,7 @@ pub fn run(
     let budget = hearth_text::budget::Budgets::for_window(BLOCK_WINDOW).memory;
     let encoding = Encoding::for_model("gpt-4o-mini");
     let (mut hits, mut r1, mut r5, mut mrr, mut carried) = (0usize, 0usize, 0usize, 0.0, 0usize);
+    let (mut multi_n, mut multi_hits) = (0usize, 0usize);
     let mut misses = Vec::new();
     let mut requests = Vec::new();
     for (key, request) in &set.queries {
@@ -218,17 +227,24 @@ pub fn run(
         let v = vector
             .as_deref()
             .map(|v| (embedder.map(|e| e.model_id()).unwrap_or(""), v));
-        let id = ids.get(key).map(String::as_str).unwrap_or("");
+        let needed: Vec<&str> = key
+            .split('+')
+            .map(|k| ids.get(k).map(String::as_str).unwrap_or(""))
+            .collect();
         let built = block::build(&memories, request, v, budget, encoding)?;
         carried += built.ids.len();
-        let in_block = built.ids.iter().any(|i| i == id);
+        let in_block = needed.iter().all(|id| built.ids.iter().any(|i| i == id));
         if in_block {
             hits += 1;
         } else {
             misses.push(key.clone());
         }
+        if needed.len() > 1 {
+            multi_n += 1;
+            multi_hits += usize::from(in_block);
+        }
         let listed = memories.search_listed(request, v)?;
-        let rank = listed.iter().position(|c| c.id == id);
+        let rank = listed.iter().position(|c| needed.contains(&c.id.as_str()));
         if let Some(rank) = rank {
             r1 += usize::from(rank == 0);
             r5 += usize::from(rank < 5);
@@ -249,6 +265,8 @@ pub fn run(
         r5: frac(r5),
         mrr: mrr / n as f64,
         misses,
+        multi_n,
+        multi_block_hit_rate: (multi_n > 0).then(|| multi_hits as f64 / multi_n as f64),
         requests,
         memories: set.memories.len() + distractors,
         distractors,

@@ -144,11 +144,9 @@ impl Memories {
         mode: Mode,
         k: usize,
     ) -> Result<Vec<Candidate>> {
-        let fts = if mode == Mode::Vector {
-            None
-        } else {
-            fts_query(query)
-        };
+        let words = mode != Mode::Vector;
+        let owned_query = query.to_owned();
+        let people_cache = self.people.clone();
         let vec = if mode == Mode::Bm25 {
             None
         } else {
@@ -162,8 +160,18 @@ impl Memories {
         };
         let pool = k.max(CANDIDATES);
         let index = self.vector_index.clone();
-        let mut ranked = self.store().read_blocking(move |c| {
+        let (mut ranked, people) = self.store().read_blocking(move |c| {
+            let people = people_cache.get(c)?;
             let mut found: HashMap<i64, Candidate> = HashMap::new();
+            // The people a role in the request names are searched by name too ("my wife"
+            // finds what is known of Helena): as words of the query, so a person's memory
+            // that shares the request's words ranks first among theirs (as candidates found
+            // by name alone they ranked by meaning only: extended set at 400, block hit rate
+            // 0.900 against 0.933, R@5 0.450 against 0.650).
+            let named = people.named_in(&owned_query);
+            let fts = words
+                .then(|| fts_query(&format!("{owned_query} {}", named.join(" "))))
+                .flatten();
             if let Some(q) = fts {
                 // Rank inside FTS5 first and look up only the best rows: joining every
                 // match (thousands for a common word) cost more than the rest of the block.
@@ -275,11 +283,11 @@ impl Memories {
                     c.similarity = Some(1.0 - distance);
                 }
             }
-            Ok(found.into_values().collect::<Vec<_>>())
+            Ok((found.into_values().collect::<Vec<_>>(), people))
         })?;
         let fusion = Fusion::current();
         let best_bm25 = ranked.iter().filter_map(|c| c.bm25).fold(0.0_f64, f64::max);
-        let subject = Subject::of_query(query);
+        let subject = Subject::of_query_with(query, people);
         for c in &mut ranked {
             c.subject_weight = subject.weight(&c.text);
         }

@@ -25,6 +25,7 @@
 pub mod block;
 pub mod distractors;
 
+pub mod people;
 pub mod proposals;
 pub mod rank;
 pub mod transfer;
@@ -77,6 +78,8 @@ pub struct Memories {
     store: Store,
     /// The block's in-process nearest-neighbour search, for long-lived readers.
     vector_index: Option<std::sync::Arc<vector_index::VectorIndex>>,
+    /// Who holds which role in the user's life, read again when a memory changes.
+    people: std::sync::Arc<people::PeopleCache>,
 }
 
 impl Memories {
@@ -84,6 +87,7 @@ impl Memories {
         Self {
             store,
             vector_index: None,
+            people: Default::default(),
         }
     }
 
@@ -97,6 +101,12 @@ impl Memories {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Who holds which role in the user's life, as the user's own memories state it now.
+    pub fn people(&self) -> Result<std::sync::Arc<people::People>> {
+        let cache = self.people.clone();
+        self.store.read_blocking(move |c| cache.get(c))
     }
 
     /// Adds a memory; returns it.

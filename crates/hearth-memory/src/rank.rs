@@ -4,6 +4,7 @@
 //! docs/decisions/0008-memory-ranking.md has the numbers that chose them.
 
 use super::block::{CANDIDATES, Candidate};
+use super::people::People;
 use hearth_text::rank::experiment;
 pub use hearth_text::rank::{Fusion, RRF_K, VECTOR_WEIGHT};
 
@@ -13,12 +14,63 @@ pub use hearth_text::rank::{Fusion, RRF_K, VECTOR_WEIGHT};
 /// colleague", "Dmitri"). The user's household (partner, children, parents, siblings) is
 /// the user's life and is never discounted; nor is a memory about a role without a name
 /// ("User's manager is Priya" is a fact about the user's work).
+///
+/// With the people of the user's life known ([`People`]: "User is married to Helena"), a
+/// request that names a role names its people ("my wife" names Helena); a memory led by a
+/// name ("Helena is allergic to shellfish") is about that person: named, it counts more;
+/// of the household, it is the user's life; someone else the user has named by a role
+/// ("Daniel had back surgery", Daniel the manager), it is discounted like any other person's.
+/// A memory about someone's relative ("Helena's brother Tiago cannot eat walnuts") is about
+/// another person even when the request names the first one.
 #[derive(Debug, Clone)]
 pub struct Subject {
     words: std::collections::HashSet<String>,
     weight: f64,
     named: f64,
+    people: std::sync::Arc<People>,
 }
+
+/// Words for a person's relatives and pets: "<Name>'s <one of these> …" is about someone
+/// other than <Name>.
+const PERSON_RELATIONS: &[&str] = &[
+    "brother",
+    "sister",
+    "mother",
+    "mum",
+    "mom",
+    "father",
+    "dad",
+    "parents",
+    "son",
+    "sons",
+    "daughter",
+    "daughters",
+    "children",
+    "kids",
+    "twins",
+    "baby",
+    "husband",
+    "wife",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "friend",
+    "friends",
+    "colleague",
+    "colleagues",
+    "boss",
+    "manager",
+    "family",
+    "cat",
+    "dog",
+    "uncle",
+    "aunt",
+    "cousin",
+    "grandmother",
+    "grandfather",
+    "neighbour",
+    "neighbor",
+];
 
 /// What a memory about a person the request names is worth beside one that is not (a
 /// request about Caroline: what Caroline said, "User's colleague Caroline …"). Chosen on
@@ -95,6 +147,12 @@ fn is_household(relation: &str) -> bool {
 impl Subject {
     /// The request's words (lower case), to see whom it names.
     pub fn of_query(query: &str) -> Self {
+        Self::of_query_with(query, Default::default())
+    }
+
+    /// The same, with the people of the user's life: a role the request names counts as
+    /// naming its people.
+    pub fn of_query_with(query: &str, people: std::sync::Arc<People>) -> Self {
         static WEIGHT: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
         let weight = *WEIGHT.get_or_init(|| {
             experiment(
@@ -111,14 +169,17 @@ impl Subject {
                 NAMED_WEIGHT,
             )
         });
+        let mut words: std::collections::HashSet<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        words.extend(people.named_in(query));
         Subject {
             named,
-            words: query
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(str::to_lowercase)
-                .collect(),
+            words,
             weight,
+            people,
         }
     }
 
@@ -168,6 +229,38 @@ impl Subject {
         (named && rest.starts_with(' ') && label != "User").then_some(label)
     }
 
+    /// The person a memory is led by, if it is written "<Name> <verb> …" ("Helena is
+    /// allergic …", "Noor and Felix go …": the first) — or, as the second value, when it is
+    /// about a relative of theirs ("Helena's brother Tiago …", "Marta's twins …"), that
+    /// relative's name if given.
+    pub fn led_by(text: &str) -> Option<(&str, Option<Option<&str>>)> {
+        let mut words = text.split(' ');
+        let first = words.next()?;
+        let (name, possessive) = match first.strip_suffix("'s").or(first.strip_suffix("’s")) {
+            Some(name) => (name, true),
+            None => (first, false),
+        };
+        let capitalised = name.chars().next().is_some_and(char::is_uppercase)
+            && name.len() > 1
+            && name.chars().all(|c| c.is_alphabetic() || c == '-');
+        if !capitalised || matches!(name, "User" | "The" | "A" | "An" | "This" | "That" | "It") {
+            return None;
+        }
+        if !possessive {
+            return Some((name, None));
+        }
+        let relation = words.next()?;
+        if !PERSON_RELATIONS.contains(&relation) {
+            // "Helena's birthday is …": about Helena.
+            return Some((name, None));
+        }
+        let relative = words
+            .next()
+            .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| w.chars().next().is_some_and(char::is_uppercase));
+        Some((name, Some(relative)))
+    }
+
     /// Whether the request names `person` (every word of the name).
     fn names(&self, person: &str) -> bool {
         person
@@ -178,6 +271,21 @@ impl Subject {
     /// [`NAMED_WEIGHT`] for a memory about someone the request names; the discount for a
     /// memory about another person the request does not name; else 1.
     pub fn weight(&self, text: &str) -> f64 {
+        if !self.people.is_empty()
+            && let Some((name, relative)) = Self::led_by(text)
+        {
+            return match relative {
+                // About someone's relative: named by the request, or someone else.
+                Some(relative) if relative.is_some_and(|r| self.names(r)) => self.named,
+                Some(_) => self.weight,
+                None if self.names(name) => self.named,
+                None => match self.people.is_household(name) {
+                    Some(false) => self.weight,
+                    // The household's, or someone no memory of the user's gives a role.
+                    _ => 1.0,
+                },
+            };
+        }
         let other = Self::other_person(text);
         if let Some(person) = other.map(|(_, name)| name).or_else(|| Self::speaker(text))
             && self.names(person)

@@ -144,6 +144,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "consent: untrusted calls, confirmed MCP labels, bound grants",
         sql: include_str!("migrations/0025_consent.sql"),
     },
+    Migration {
+        version: 26,
+        name: "the people generation",
+        sql: include_str!("migrations/0026_people.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
