@@ -299,3 +299,50 @@ fn a_role_stated_in_a_document_names_nobody_and_a_deleted_one_stops_naming() {
     assert_eq!(people(&w), 1.0, "gone with the memory that stated it");
     w.memories.delete(&file_memory.id).expect("delete");
 }
+
+#[test]
+fn a_safety_fact_leads_the_block_for_a_food_request_that_shares_no_word_with_it() {
+    let (w, ids) = world(
+        &[
+            (
+                "User is allergic to tree nuts, especially cashews and walnuts.",
+                Kind::Fact,
+            ),
+            ("User's colleague Rui is allergic to peanuts.", Kind::Fact),
+            ("User drinks espresso with no sugar.", Kind::Preference),
+        ],
+        400,
+    );
+    let request = "Can I have the baklava they're serving at the office party?";
+    // Precondition: no word in common, and this model does not find it close in meaning.
+    let v = vector(request);
+    let model = embedder().model_id().to_owned();
+    let found = w
+        .memories
+        .search(
+            request,
+            Some((model.as_str(), v.as_slice())),
+            Mode::Hybrid,
+            20,
+        )
+        .expect("search");
+    assert_ne!(
+        found.first().map(|c| &c.id),
+        Some(&ids[0]),
+        "search alone does not put it first"
+    );
+    let block = block_for(&w, request, true);
+    assert_eq!(block.ids.first(), Some(&ids[0]), "{}", block.text);
+    let safety = w.memories.safety_facts(request).expect("safety");
+    assert!(
+        safety.iter().all(|c| c.id != ids[1]),
+        "a colleague's allergy is not the user's"
+    );
+    // A request about neither food, health nor travel gets no safety facts pushed in.
+    assert!(
+        w.memories
+            .safety_facts("Draft an email to my boss asking for Friday off.")
+            .expect("safety")
+            .is_empty()
+    );
+}

@@ -58,6 +58,12 @@ pub const LISTED: usize = 200;
 /// How many candidates each index offers.
 pub const CANDIDATES: usize = 50;
 
+/// How many safety facts a block carries at most (they come before the rest).
+pub const SAFETY_FACTS: usize = 12;
+
+/// How many memories matching a safety word are looked at (most are other people's).
+const SAFETY_SCAN: usize = 5_000;
+
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -324,6 +330,50 @@ impl Memories {
         Ok(found)
     }
 
+    /// The safety facts (allergies, intolerances, medication, conditions) of the user and of
+    /// the people `request` involves, when it touches food, health or travel; at most
+    /// [`SAFETY_FACTS`], the user's own first. Empty for any other request.
+    pub fn safety_facts(&self, request: &str) -> Result<Vec<Candidate>> {
+        if super::safety::touches(request).is_empty() {
+            return Ok(Vec::new());
+        }
+        let people_cache = self.people.clone();
+        let request = request.to_owned();
+        self.store().read_blocking(move |c| {
+            let people = people_cache.get(c)?;
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {CANDIDATE_COLUMNS} FROM memories_fts f JOIN memories m ON m.n = f.rowid
+                 WHERE memories_fts MATCH ?1 AND m.status = 'active' LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(
+                params![super::safety::fts_query(), SAFETY_SCAN as i64],
+                row_to_candidate,
+            )?;
+            let mut found = Vec::new();
+            for row in rows {
+                let (_, cand) = row?;
+                if super::safety::is_safety_fact(&cand.text)
+                    && super::safety::involves(&request, &people, &cand.text)
+                {
+                    found.push(cand);
+                }
+            }
+            // The user's own first ("User is …", not "User's cousin …"), then the people
+            // the request involves, by importance.
+            let own = |c: &Candidate| {
+                c.text.starts_with("User ")
+                    || (c.text.starts_with("User's ") && Subject::other_person(&c.text).is_none())
+            };
+            found.sort_by(|a, b| {
+                own(b)
+                    .cmp(&own(a))
+                    .then(b.importance.total_cmp(&a.importance))
+            });
+            found.truncate(SAFETY_FACTS);
+            Ok(found)
+        })
+    }
+
     /// Critical and pinned active memories (critical first).
     pub fn always_in(&self) -> Result<Vec<Candidate>> {
         self.store().read_blocking(|c| {
@@ -446,6 +496,15 @@ pub fn build(
     rest.retain(|c| !c.pinned && !c.critical);
     rest.sort_by(|a, b| score(b, now).total_cmp(&score(a, now)));
     reserve_each_side(&mut rest, block_reserve());
+    // Safety facts of whoever the request involves go first when it touches food, health or
+    // travel, whatever words they share with it.
+    let mut safety = memories.safety_facts(message)?;
+    if !safety.is_empty() {
+        safety.retain(|c| !c.pinned && !c.critical);
+        rest.retain(|c| !safety.iter().any(|s| s.id == c.id));
+        safety.append(&mut rest);
+        rest = safety;
+    }
     let mut block = Block::default();
     let mut used = 0u32;
     let mut lines = Vec::new();

@@ -28,6 +28,7 @@ pub mod distractors;
 pub mod people;
 pub mod proposals;
 pub mod rank;
+pub mod safety;
 pub mod transfer;
 
 mod model;

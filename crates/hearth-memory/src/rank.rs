@@ -28,32 +28,17 @@ pub struct Subject {
     weight: f64,
     named: f64,
     people: std::sync::Arc<People>,
+    /// The first names of the people the request names by role ("my son": Felix): they
+    /// name the user's Felix, not "User's cousin Felix".
+    by_role: std::collections::HashSet<String>,
 }
 
-/// Words for a person's relatives and pets: "<Name>'s <one of these> …" is about someone
-/// other than <Name>.
-const PERSON_RELATIONS: &[&str] = &[
-    "brother",
-    "sister",
-    "mother",
-    "mum",
-    "mom",
-    "father",
-    "dad",
-    "parents",
-    "son",
+/// Words for a person's relatives and pets besides the household words ([`HOUSEHOLD`]):
+/// "<Name>'s <one of these> …" is about someone other than <Name>.
+const OTHER_RELATIONS: &[&str] = &[
     "sons",
-    "daughter",
     "daughters",
-    "children",
-    "kids",
     "twins",
-    "baby",
-    "husband",
-    "wife",
-    "partner",
-    "boyfriend",
-    "girlfriend",
     "friend",
     "friends",
     "colleague",
@@ -66,8 +51,6 @@ const PERSON_RELATIONS: &[&str] = &[
     "uncle",
     "aunt",
     "cousin",
-    "grandmother",
-    "grandfather",
     "neighbour",
     "neighbor",
 ];
@@ -169,15 +152,15 @@ impl Subject {
                 NAMED_WEIGHT,
             )
         });
-        let mut words: std::collections::HashSet<String> = query
+        let words: std::collections::HashSet<String> = query
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
             .map(str::to_lowercase)
             .collect();
-        words.extend(people.named_in(query));
         Subject {
             named,
             words,
+            by_role: people.named_in(query).into_iter().collect(),
             weight,
             people,
         }
@@ -250,7 +233,7 @@ impl Subject {
             return Some((name, None));
         }
         let relation = words.next()?;
-        if !PERSON_RELATIONS.contains(&relation) {
+        if !HOUSEHOLD.contains(&relation) && !OTHER_RELATIONS.contains(&relation) {
             // "Helena's birthday is …": about Helena.
             return Some((name, None));
         }
@@ -268,6 +251,11 @@ impl Subject {
             .all(|w| self.words.contains(&w.to_lowercase()))
     }
 
+    /// Whether the request names `person` by name or by a role they hold.
+    fn names_or_means(&self, person: &str) -> bool {
+        self.names(person) || self.by_role.contains(&person.to_lowercase())
+    }
+
     /// [`NAMED_WEIGHT`] for a memory about someone the request names; the discount for a
     /// memory about another person the request does not name; else 1.
     pub fn weight(&self, text: &str) -> f64 {
@@ -278,7 +266,7 @@ impl Subject {
                 // About someone's relative: named by the request, or someone else.
                 Some(relative) if relative.is_some_and(|r| self.names(r)) => self.named,
                 Some(_) => self.weight,
-                None if self.names(name) => self.named,
+                None if self.names_or_means(name) => self.named,
                 None => match self.people.is_household(name) {
                     Some(false) => self.weight,
                     // The household's, or someone no memory of the user's gives a role.
