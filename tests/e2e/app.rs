@@ -461,7 +461,7 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     });
     let nvidia = Path::new("/proc/driver/nvidia/version").exists();
     let chosen = std::env::var("WEBKIT_DISABLE_DMABUF_RENDERER").ok();
-    let want = chosen.or((!render_node || nvidia).then(|| "1".to_owned()));
+    let want = chosen.clone().or((!render_node || nvidia).then(|| "1".to_owned()));
     let webkit: Vec<u32> = children_of(app)
         .into_iter()
         .filter(|(_, n)| n.starts_with("WebKitWebProces"))
