@@ -449,35 +449,6 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("main-settings.png"), png).expect("save screenshot");
 
-    // WebKit's DMA-BUF renderer is off on a machine without a GPU render node (it slowed the
-    // first paint there) and on with one, unless the environment already chose.
-    let app = eventually("the app's process", || async {
-        apps_of(&sandbox.hearth_home()).first().copied()
-    })
-    .await;
-    let render_node = std::fs::read_dir("/dev/dri").is_ok_and(|d| {
-        d.flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("renderD"))
-    });
-    let nvidia = Path::new("/proc/driver/nvidia/version").exists();
-    let chosen = std::env::var("WEBKIT_DISABLE_DMABUF_RENDERER").ok();
-    let want = chosen.clone().or((!render_node || nvidia).then(|| "1".to_owned()));
-    let webkit: Vec<u32> = children_of(app)
-        .into_iter()
-        .filter(|(_, n)| n.starts_with("WebKitWebProces"))
-        .map(|(pid, _)| pid)
-        .collect();
-    assert!(!webkit.is_empty(), "the main window's web process runs");
-    for pid in webkit {
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
-        let set = environ
-            .split(|b| *b == 0)
-            .filter_map(|kv| kv.strip_prefix(b"WEBKIT_DISABLE_DMABUF_RENDERER="))
-            .map(|v| String::from_utf8_lossy(v).into_owned())
-            .next();
-        assert_eq!(set, want, "WebKit's renderer choice in process {pid}");
-    }
-
     // The quick prompt starts hidden and opens through the tray's own function.
     assert!(switch_to(&client, Win::Quick).await, "quick window exists");
     assert_eq!(
