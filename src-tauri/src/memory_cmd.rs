@@ -88,6 +88,9 @@ pub(crate) fn memory_dto(m: Memory) -> MemoryDto {
         removed_at: m.removed_at,
         removal_awaits_consent: m.removal_awaits_consent,
         context: m.context,
+        facets: m.facets,
+        no_longer_true: m.no_longer_true,
+        superseded_by: m.superseded_by,
     }
 }
 

@@ -35,6 +35,9 @@ fn line(m: &Memory) -> String {
     if m.critical {
         marks.push("critical");
     }
+    if m.no_longer_true {
+        marks.push("no longer true");
+    }
     let marks = if marks.is_empty() {
         String::new()
     } else {
@@ -277,6 +280,15 @@ pub fn eval_profile(
                 report.multi_n
             );
         }
+        let t = &report.tagger;
+        let or_none = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
+        println!(
+            "facet tagger: requests meeting their memories' facets {:.3}, memories tagged {:.3}, no longer true: recall {} precision {}",
+            t.request_memory_agreement,
+            t.memories_tagged,
+            or_none(t.past_recall),
+            or_none(t.past_precision)
+        );
         if !report.misses.is_empty() {
             println!("missed: {}", report.misses.join(", "));
         }

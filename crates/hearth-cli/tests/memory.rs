@@ -162,6 +162,112 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_in_the_users_life_keeps_the_old_fact_marked_no_longer_true() {
+    let ids: Arc<Mutex<Vec<String>>> = Arc::default();
+    let known = ids.clone();
+    let script = Reply::Dynamic(Arc::new(move |body: &Value| {
+        let old = known.lock().expect("lock").first().cloned();
+        match schema_name(body).as_deref() {
+            Some("memory_extraction") => answer(
+                &json!({"memories": [
+                    {"text": "User is head of operations at Lumen.", "kind": "fact", "subject": "job",
+                     "importance": 0.7, "critical": false, "event_date": null}], "forget": []})
+                .to_string(),
+            ),
+            Some("reconciliation") => answer(
+                &json!({"action": "SUPERSEDE", "id": old, "text": null,
+                        "reason": "changed jobs"})
+                .to_string(),
+            ),
+            Some(other) => answer(&json!({"action": "NOOP", "id": null, "text": null, "reason": other}).to_string()),
+            None => answer("Congratulations on the new job!"),
+        }
+    }));
+    let server = LlmServer::start(vec![script; 6]).await;
+    let home = Home::new();
+    let siemens = hearth_ok(
+        &home,
+        &server,
+        &[
+            "memory",
+            "add",
+            "User is a project manager at Siemens.",
+            "--kind",
+            "fact",
+        ],
+    )
+    .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    ids.lock().expect("lock").push(siemens.clone());
+    let done = hearth_ok(
+        &home,
+        &server,
+        &[
+            "chat",
+            "--learn",
+            "I changed jobs: I'm head of operations at Lumen now.",
+        ],
+    )
+    .await;
+    let ops: Vec<(String, String)> = done["memory_changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["op"].as_str().unwrap_or("").into(),
+                c["memory_id"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    assert!(
+        ops.contains(&("supersede".into(), siemens.clone())),
+        "{ops:?}"
+    );
+    let lumen = ops
+        .iter()
+        .find(|(op, _)| op == "add")
+        .map(|(_, id)| id.clone())
+        .expect("the new job is added");
+
+    // Both stay listed: the old one marked, naming what replaced it.
+    let all = hearth_ok(&home, &server, &["memory", "list"]).await;
+    let by_id = |id: &str| {
+        all.as_array()
+            .and_then(|a| a.iter().find(|m| m["id"] == id))
+            .cloned()
+            .expect("listed")
+    };
+    assert_eq!(by_id(&siemens)["no_longer_true"], true);
+    assert_eq!(by_id(&siemens)["superseded_by"], lumen.as_str());
+    assert_eq!(by_id(&siemens)["status"], "active");
+    assert_eq!(by_id(&lumen)["no_longer_true"], false);
+    assert!(
+        by_id(&lumen)["facets"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|x| x == "work"))
+    );
+    // Search still finds it; the text output says it is history.
+    let found = output(home.cmd(&server, &["memory", "list", "--query", "Siemens"])).await;
+    assert!(found.status.success());
+    let text = String::from_utf8_lossy(&found.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("Siemens") && l.contains("[no longer true]")),
+        "{text}"
+    );
+    let history = hearth_ok(&home, &server, &["memory", "show", &siemens]).await;
+    assert!(
+        history["history"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|e| e["op"] == "supersede")),
+        "{history}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_id_that_was_not_offered_or_malformed_json_changes_nothing() {
     let script = Reply::Dynamic(Arc::new(|body: &Value| {
         match schema_name(body).as_deref() {

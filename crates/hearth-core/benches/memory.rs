@@ -1,6 +1,8 @@
 //! Building the memory block from 10,000 stored memories (target p50 ≤ 10 ms, excluding the
 //! query embedding): critical and pinned first, then hybrid candidates (FTS5 + vec0 over
-//! 384-d vectors) scored and fitted into 1,000 tokens. Run with `make bench`.
+//! 384-d vectors) scored and fitted into 1,000 tokens; and for a request about food, with
+//! the safety facts of whoever it involves looked up among 500 other people's allergies.
+//! Run with `make bench`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hearth_core::memory::block;
@@ -39,15 +41,21 @@ fn bench(c: &mut Criterion) {
     ];
     for i in 0..N {
         let kind = Kind::ALL[i % 4];
-        let mut new = NewMemory::manual(
+        // One in twenty is another person's allergy (the safety facts a food request must
+        // look through); a few are the user's own.
+        let text = if i % 20 == 0 {
+            format!("User's colleague Person{i} is allergic to peanuts and carries an EpiPen.")
+        } else if i % 1000 == 3 {
+            format!("User is allergic to shellfish (noted on day {}).", i % 365)
+        } else {
             format!(
                 "User note {i}: likes {} and mentioned {} on day {}",
                 topics[i % 8],
                 topics[(i / 8) % 8],
                 i % 365
-            ),
-            kind,
-        );
+            )
+        };
+        let mut new = NewMemory::manual(text, kind);
         new.pinned = i % 1000 == 0;
         new.critical = i % 2500 == 1;
         let m = memories.add(new, Actor::User).expect("add");
@@ -60,20 +68,27 @@ fn bench(c: &mut Criterion) {
     enc.count("warm up");
     // The chat's memory source searches vectors in process; one-off readers ask vec0.
     let in_process = memories.clone().with_vector_index();
-    for (name, memories) in [
-        ("memory_block_from_10k_memories", &in_process),
-        ("memory_block_from_10k_memories_vec0", &memories),
+    for (name, memories, request) in [
+        (
+            "memory_block_from_10k_memories",
+            &in_process,
+            "Which jazz bars in Lisbon should I try this weekend?",
+        ),
+        (
+            "memory_block_from_10k_memories_vec0",
+            &memories,
+            "Which jazz bars in Lisbon should I try this weekend?",
+        ),
+        (
+            "memory_block_from_10k_memories_food_request",
+            &in_process,
+            "Can I make a seafood paella for my wife's birthday dinner?",
+        ),
     ] {
         c.bench_function(name, |b| {
             b.iter(|| {
-                block::build(
-                    memories,
-                    "Which jazz bars in Lisbon should I try this weekend?",
-                    Some(("bench-model", &query)),
-                    1_000,
-                    enc,
-                )
-                .expect("block")
+                block::build(memories, request, Some(("bench-model", &query)), 1_000, enc)
+                    .expect("block")
             })
         });
     }

@@ -273,6 +273,7 @@ fn a_role_in_the_request_brings_in_its_persons_memory_over_someone_elses_on_the_
 fn a_role_stated_in_a_document_names_nobody_and_a_deleted_one_stops_naming() {
     let (w, _) = world(&[("Zoe likes fountain pens.", Kind::Preference)], 0);
     let from_file = hearth_core::memory::NewMemory {
+        facets: Default::default(),
         source: hearth_core::memory::Source::File {
             path: "/home/u/notes/novel.md".into(),
         },
@@ -345,4 +346,64 @@ fn a_safety_fact_leads_the_block_for_a_food_request_that_shares_no_word_with_it(
             .expect("safety")
             .is_empty()
     );
+}
+
+#[test]
+fn a_fact_that_stopped_being_true_yields_to_the_current_one_in_the_block_but_stays_in_search() {
+    let (w, ids) = world(
+        &[
+            (
+                "User lived in Berlin, in Kreuzberg, until March 2026.",
+                Kind::Fact,
+            ),
+            (
+                "User moved to Lisbon in April 2026 and lives in Campo de Ourique.",
+                Kind::Fact,
+            ),
+        ],
+        400,
+    );
+    let (berlin, lisbon) = (&ids[0], &ids[1]);
+    let block = block_for(&w, "Where do I live these days?", true);
+    let at = |id: &String| block.ids.iter().position(|b| b == id);
+    let now = at(lisbon).expect("the current home is in the block");
+    if let Some(then) = at(berlin) {
+        assert!(now < then, "the current fact first:\n{}", block.text);
+        let line = block
+            .text
+            .lines()
+            .find(|l| l.contains("Berlin"))
+            .expect("line");
+        assert!(line.contains("no longer true"), "{line}");
+    }
+    // Still found, first, by what the user remembers of it.
+    let found = listed(&w, "Kreuzberg Berlin");
+    assert_eq!(found.first(), Some(berlin));
+    let listed_berlin = w.memories.get(berlin).expect("get").expect("kept");
+    assert!(listed_berlin.no_longer_true);
+}
+
+#[test]
+fn the_users_own_memories_of_a_requests_facet_come_before_other_peoples_on_the_same_words() {
+    let (w, ids) = world(
+        &[
+            (
+                "User has been head of operations at a solar start-up called Lumen since January 2026.",
+                Kind::Fact,
+            ),
+            (
+                "User's neighbour Bruno is head of operations at a logistics company.",
+                Kind::Fact,
+            ),
+        ],
+        400,
+    );
+    let request = "Write a two-line bio about my job as head of operations.";
+    let found = listed(&w, request);
+    assert!(
+        rank_of(&found, &ids[0]) < rank_of(&found, &ids[1]),
+        "{found:?}"
+    );
+    let block = block_for(&w, request, true);
+    assert!(block.ids.contains(&ids[0]), "{}", block.text);
 }

@@ -85,6 +85,70 @@ pub struct ProfileReport {
     pub block_size_mean: f64,
     /// The embedding model used, or `null` when search was keyword-only.
     pub search_model: Option<String>,
+    /// The facet tagger on this set.
+    pub tagger: TaggerReport,
+}
+
+/// The deterministic facet tagger on the profile (no model): how often a request's facets
+/// meet those of the memories it needs (the block's reserved room can only serve those),
+/// how many memories it tags at all, and how well it finds what stopped being true — the
+/// memories keyed `*-before`, beside their `*-now`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaggerReport {
+    /// Fraction of requests sharing a facet with every memory they need.
+    pub request_memory_agreement: f64,
+    /// Fraction of the profile's memories with at least one facet.
+    pub memories_tagged: f64,
+    /// Of the `*-before` memories, the fraction tagged no longer true; of those tagged no
+    /// longer true, the fraction keyed `*-before` (`null` when the set has none).
+    pub past_recall: Option<f64>,
+    pub past_precision: Option<f64>,
+}
+
+/// Measures the tagger on `set` (see [`TaggerReport`]).
+pub fn tagger_report(set: &ProfileSet) -> TaggerReport {
+    use hearth_memory::facets::{self, Facets};
+    let tags: HashMap<&str, Facets> = set
+        .memories
+        .iter()
+        .map(|m| (m.key.as_str(), facets::tag(&m.text, m.kind)))
+        .collect();
+    let agreeing = set
+        .queries
+        .iter()
+        .filter(|(key, request)| {
+            let asked = facets::of_request(request);
+            key.split('+')
+                .all(|k| tags.get(k).is_some_and(|f| f.shares_topic(asked)))
+        })
+        .count();
+    let tagged = tags.values().filter(|f| f.0 & Facets::TOPICS != 0).count();
+    let before: Vec<&str> = tags
+        .keys()
+        .copied()
+        .filter(|k| k.ends_with("-before"))
+        .collect();
+    let marked: Vec<&str> = tags
+        .iter()
+        .filter(|(_, f)| f.has(Facets::PAST))
+        .map(|(k, _)| *k)
+        .collect();
+    let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
+    TaggerReport {
+        request_memory_agreement: agreeing as f64 / set.queries.len().max(1) as f64,
+        memories_tagged: tagged as f64 / tags.len().max(1) as f64,
+        past_recall: ratio(
+            before
+                .iter()
+                .filter(|k| tags[**k].has(Facets::PAST))
+                .count(),
+            before.len(),
+        ),
+        past_precision: ratio(
+            marked.iter().filter(|k| k.ends_with("-before")).count(),
+            marked.len(),
+        ),
+    }
 }
 
 /// One request's outcome.
@@ -273,6 +337,7 @@ pub fn run(
         block_budget: budget,
         block_size_mean: frac(carried),
         search_model: embedder.map(|e| e.model_id().to_owned()),
+        tagger: tagger_report(set),
     })
 }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 
+use super::facets::{self, Facets, OWN_SAFETY_SQL};
 pub use super::rank::{
     BLOCK_POOL, BLOCK_RESERVE, CONTEXT_WEIGHT, Fusion, NAMED_WEIGHT, OTHER_PERSON_WEIGHT, RRF_K,
     Subject, VECTOR_WEIGHT,
@@ -61,8 +62,52 @@ pub const CANDIDATES: usize = 50;
 /// How many safety facts a block carries at most (they come before the rest).
 pub const SAFETY_FACTS: usize = 12;
 
-/// How many memories matching a safety word are looked at (most are other people's).
-const SAFETY_SCAN: usize = 5_000;
+/// How many safety facts of other people a request names are looked at.
+const SAFETY_SCAN: usize = 500;
+
+/// How many of the user's own current memories of the request's facets the block keeps
+/// room for before anything else competes (after the safety facts).
+pub const FACET_RESERVE: usize = 6;
+
+/// What a memory that is no longer true weighs in the block beside a current one.
+pub const PAST_WEIGHT: f64 = 0.5;
+
+/// What a memory that is no longer true weighs in a search beside a current one
+/// (`HEARTH_SEARCH_PAST_WEIGHT` overrides it for experiments).
+pub const SEARCH_PAST_WEIGHT: f64 = 0.75;
+
+/// What the user's own memory that shares a facet with the request weighs in a search
+/// beside one that does not (`HEARTH_FACET_BOOST` overrides it for experiments).
+pub const FACET_BOOST: f64 = 1.25;
+
+fn search_past_weight() -> f64 {
+    static W: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        hearth_text::rank::experiment(
+            "HEARTH_SEARCH_PAST_WEIGHT",
+            |w: &f64| (0.0..=1.0).contains(w),
+            SEARCH_PAST_WEIGHT,
+        )
+    })
+}
+
+fn facet_boost() -> f64 {
+    static W: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        hearth_text::rank::experiment(
+            "HEARTH_FACET_BOOST",
+            |w: &f64| (1.0..=4.0).contains(w),
+            FACET_BOOST,
+        )
+    })
+}
+
+fn facet_reserve() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        hearth_text::rank::experiment("HEARTH_FACET_RESERVE", |n: &usize| *n <= 40, FACET_RESERVE)
+    })
+}
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +144,8 @@ pub struct Candidate {
     pub similarity: Option<f64>,
     /// 1, or less for a memory about another person the query does not name ([`Subject`]).
     pub subject_weight: f64,
+    /// The parts of life it touches and its marks ([`Facets`]).
+    pub facets: Facets,
 }
 
 impl Candidate {
@@ -113,15 +160,18 @@ impl Candidate {
     }
 }
 
-const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count";
+const CANDIDATE_COLUMNS: &str = "m.n, m.id, m.text, m.kind, m.pinned, m.critical, m.importance, m.event_at, m.updated_at, m.last_used_at, m.use_count, m.facets";
 
 fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)> {
+    let text: String = r.get(2)?;
+    let kind: String = r.get(3)?;
+    let facets = super::stored_facets(r.get(11)?, &text, &kind);
     Ok((
         r.get(0)?,
         Candidate {
             id: r.get(1)?,
-            text: r.get(2)?,
-            kind: Kind::parse(&r.get::<_, String>(3)?).unwrap_or(Kind::Fact),
+            text,
+            kind: Kind::parse(&kind).unwrap_or(Kind::Fact),
             pinned: r.get(4)?,
             critical: r.get(5)?,
             importance: r.get(6)?,
@@ -136,6 +186,7 @@ fn row_to_candidate(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Candidate)>
             vector_rank: None,
             similarity: None,
             subject_weight: 1.0,
+            facets,
         },
     ))
 }
@@ -149,6 +200,19 @@ impl Memories {
         vector: Option<(&str, &[f32])>,
         mode: Mode,
         k: usize,
+    ) -> Result<Vec<Candidate>> {
+        self.search_pooled(query, vector, mode, k.max(CANDIDATES), k)
+    }
+
+    /// [`Memories::search`] with each side offering `pool` candidates, the best `keep` of
+    /// their union kept.
+    fn search_pooled(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+        mode: Mode,
+        pool: usize,
+        keep: usize,
     ) -> Result<Vec<Candidate>> {
         let words = mode != Mode::Vector;
         let owned_query = query.to_owned();
@@ -164,7 +228,6 @@ impl Memories {
                 )
             })
         };
-        let pool = k.max(CANDIDATES);
         let index = self.vector_index.clone();
         let (mut ranked, people) = self.store().read_blocking(move |c| {
             let people = people_cache.get(c)?;
@@ -274,7 +337,7 @@ impl Memories {
                              WHERE m.status = 'active' AND m.embed_model = ?3 ORDER BY v.distance"
                         ))?;
                         let rows = stmt.query_map(params![blob, (pool * 2) as i64, model], |r| {
-                            Ok((row_to_candidate(r)?, r.get::<_, f64>(11)?))
+                            Ok((row_to_candidate(r)?, r.get::<_, f64>(12)?))
                         })?;
                         for row in rows.take(pool) {
                             near.push(row?);
@@ -298,8 +361,17 @@ impl Memories {
             c.subject_weight = subject.weight(&c.text);
         }
         rank_discounted(&mut ranked);
+        let asked = facets::of_request(query);
+        let (past, boost) = (search_past_weight(), facet_boost());
         for c in &mut ranked {
             c.relevance = fusion.relevance(&c.evidence(), best_bm25) * c.subject_weight;
+            // What is true now before what was; the user's own memories of the parts of
+            // life the request is about before other memories on the same words.
+            if c.facets.has(Facets::PAST) {
+                c.relevance *= past;
+            } else if !c.facets.has(Facets::OTHER) && c.facets.shares_topic(asked) {
+                c.relevance *= boost;
+            }
         }
         // Ties (e.g. cosines all under the calibrated floor) fall back to the raw evidence.
         ranked.sort_by(|a, b| {
@@ -313,7 +385,7 @@ impl Memories {
                 .then_with(|| b.bm25.unwrap_or(0.0).total_cmp(&a.bm25.unwrap_or(0.0)))
                 .then_with(|| b.updated.cmp(&a.updated))
         });
-        ranked.truncate(k);
+        ranked.truncate(keep);
         Ok(ranked)
     }
 
@@ -341,17 +413,33 @@ impl Memories {
         let request = request.to_owned();
         self.store().read_blocking(move |c| {
             let people = people_cache.get(c)?;
+            // The user's own, the household's and anyone's led by their name (an index
+            // holds them: a few, however many memories there are) …
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {CANDIDATE_COLUMNS} FROM memories_fts f JOIN memories m ON m.n = f.rowid
-                 WHERE memories_fts MATCH ?1 AND m.status = 'active' LIMIT ?2"
+                "SELECT {CANDIDATE_COLUMNS} FROM memories m INDEXED BY memories_own_safety
+                 WHERE m.status = 'active' AND {OWN_SAFETY_SQL}"
             ))?;
-            let rows = stmt.query_map(
-                params![super::safety::fts_query(), SAFETY_SCAN as i64],
-                row_to_candidate,
-            )?;
+            let mut rows: Vec<(i64, Candidate)> = stmt
+                .query_map([], row_to_candidate)?
+                .collect::<rusqlite::Result<_>>()?;
+            // … and another person's only when the request names them ("What can Marta
+            // eat?"): found by their name among the safety facts.
+            let names = super::safety::names_in(&request, &people);
+            if let Some(q) = fts_query(&names.join(" ")) {
+                let mut stmt = c.prepare_cached(&format!(
+                    "SELECT {CANDIDATE_COLUMNS} FROM memories_fts f JOIN memories m ON m.n = f.rowid
+                     WHERE memories_fts MATCH ?1 AND m.status = 'active'
+                       AND (m.facets & {safety}) != 0 AND (m.facets & {other}) != 0 LIMIT ?2",
+                    safety = Facets::SAFETY,
+                    other = Facets::OTHER,
+                ))?;
+                let named = stmt.query_map(params![q, SAFETY_SCAN as i64], row_to_candidate)?;
+                for row in named {
+                    rows.push(row?);
+                }
+            }
             let mut found = Vec::new();
-            for row in rows {
-                let (_, cand) = row?;
+            for (_, cand) in rows {
                 if super::safety::is_safety_fact(&cand.text)
                     && super::safety::involves(&request, &people, &cand.text)
                 {
@@ -402,6 +490,65 @@ impl Memories {
     }
 }
 
+/// Moves up to `n` of the user's own current memories that share a facet with the request
+/// to the front — those most about the request's facets first ([`facets::strength`]), then
+/// in the current order — keeping the order of the rest.
+pub fn reserve_facets(rest: &mut Vec<Candidate>, request: Facets, n: usize) {
+    if n == 0 || request.0 & Facets::TOPICS == 0 {
+        return;
+    }
+    let own_now: Vec<usize> = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.text.starts_with("User")
+                && c.subject_weight >= 1.0
+                && !c.facets.has(Facets::OTHER | Facets::PAST)
+                && c.facets.shares_topic(request)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    // Each facet of the request in turn offers its next strongest memory, so a request
+    // about travel and home at the weekend gets its travel facts as well as its home ones.
+    let lists: Vec<Vec<usize>> = Facets::NAMES
+        .iter()
+        .filter(|(bit, _)| request.has(*bit))
+        .map(|(bit, _)| {
+            let one = Facets(*bit);
+            let mut of: Vec<(usize, usize)> = own_now
+                .iter()
+                .filter(|i| rest[**i].facets.has(*bit))
+                .map(|i| (*i, facets::strength(&rest[*i].text, one)))
+                .collect();
+            // Stable: equal strength keeps the score order.
+            of.sort_by_key(|b| std::cmp::Reverse(b.1));
+            of.into_iter().map(|(i, _)| i).collect()
+        })
+        .collect();
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut depth = 0;
+    while chosen.len() < n && lists.iter().any(|l| depth < l.len()) {
+        for l in &lists {
+            if chosen.len() < n
+                && let Some(i) = l.get(depth)
+                && !chosen.contains(i)
+            {
+                chosen.push(*i);
+            }
+        }
+        depth += 1;
+    }
+    let mut first = Vec::with_capacity(chosen.len());
+    let mut slots: Vec<Option<Candidate>> = rest.drain(..).map(Some).collect();
+    for i in &chosen {
+        if let Some(c) = slots[*i].take() {
+            first.push(c);
+        }
+    }
+    first.extend(slots.into_iter().flatten());
+    *rest = first;
+}
+
 /// Each side's ranks over its evidence discounted by subject: a memory about someone else
 /// the request does not name ranks behind the user's own that are nearly as close.
 fn rank_discounted(found: &mut [Candidate]) {
@@ -431,6 +578,12 @@ pub fn render(c: &Candidate) -> String {
             (kind, _) => kind.as_str().to_owned(),
         }
     };
+    // Said of the older of two facts, so the model answers from the current one.
+    let tag = if c.facets.has(Facets::PAST) {
+        format!("{tag}, no longer true")
+    } else {
+        tag
+    };
     format!("- ({tag}) {text}")
 }
 
@@ -441,10 +594,16 @@ fn score(c: &Candidate, now: Millis) -> f64 {
     let recency = (-age_days / 30.0).exp();
     let frequency = (1.0 + f64::from(c.use_count)).ln() / 10f64.ln();
     // Relevance dominates: one top rank in both indexes is worth ~0.033 before scaling.
-    c.relevance * Fusion::current().scale()
+    let s = c.relevance * Fusion::current().scale()
         + 0.3 * c.importance
         + 0.1 * recency
-        + 0.05 * frequency.min(1.0)
+        + 0.05 * frequency.min(1.0);
+    // What was true and no longer is yields to what is.
+    if c.facets.has(Facets::PAST) {
+        s * PAST_WEIGHT
+    } else {
+        s
+    }
 }
 
 /// The block and what went into it.
@@ -489,13 +648,22 @@ pub fn build(
     let always = memories.always_in()?;
     // The whole union of both sides' candidates: truncating it by fused relevance first
     // would let a side with many weak matches starve the other.
-    let mut rest = memories.search(message, query_vector, Mode::Hybrid, block_pool())?;
+    let mut rest = memories.search_pooled(
+        message,
+        query_vector,
+        Mode::Hybrid,
+        block_pool(),
+        usize::MAX,
+    )?;
     if rest.len() < 10 {
         rest.extend(memories.background(20)?);
     }
     rest.retain(|c| !c.pinned && !c.critical);
     rest.sort_by(|a, b| score(b, now).total_cmp(&score(a, now)));
     reserve_each_side(&mut rest, block_reserve());
+    // Room for the user's own current memories of the parts of life the request is about
+    // ("a bio for my company's website": their job now) before anything else competes.
+    reserve_facets(&mut rest, facets::of_request(message), facet_reserve());
     // Safety facts of whoever the request involves go first when it touches food, health or
     // travel, whatever words they share with it.
     let mut safety = memories.safety_facts(message)?;

@@ -24,6 +24,7 @@
 
 pub mod block;
 pub mod distractors;
+pub mod facets;
 
 pub mod people;
 pub mod proposals;
@@ -247,12 +248,17 @@ impl Memories {
                 return Ok(false);
             };
             if old != text {
-                tx.execute(
-                    "UPDATE memories SET text = ?1, norm = ?2, updated_at = ?3, embed_model = NULL WHERE n = ?4",
-                    params![text, normalize(&text), now_millis(), n],
-                )?;
+                set_text_tx(&tx, n, &text)?;
                 drop_vectors(&tx, n)?;
-                log(&tx, &id_owned, "update", Some(&old), Some(&text), actor, source.as_deref())?;
+                log(
+                    &tx,
+                    &id_owned,
+                    "update",
+                    Some(&old),
+                    Some(&text),
+                    actor,
+                    source.as_deref(),
+                )?;
             }
             tx.commit()?;
             Ok(true)

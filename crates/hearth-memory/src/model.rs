@@ -168,6 +168,17 @@ pub struct Memory {
     /// and after it): searched by words, never sent in the memory block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The parts of life it touches (`health`, `family`, `home`, `work`, `money`, `travel`,
+    /// `schedule`, `leisure`, `style`), tagged when it was written.
+    #[serde(default)]
+    pub facets: Vec<String>,
+    /// It says it stopped being true ("until March 2026"), or a newer memory replaced it:
+    /// still listed and searchable, but the memory block prefers the current one.
+    #[serde(default)]
+    pub no_longer_true: bool,
+    /// The memory that replaced it, when the user said it changed ("we moved").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 /// The most characters of context a memory keeps.
@@ -178,8 +189,9 @@ pub const MAX_CONTEXT_CHARS: usize = 2_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
     pub memory_id: String,
-    /// `add`, `update`, `remove` (soft), or `proposal` (a pinned or critical memory the
-    /// model wanted to change: nothing changed, a proposal waits for the user).
+    /// `add`, `update`, `remove` (soft), `supersede` (kept, marked no longer true: the
+    /// user's life changed), or `proposal` (a pinned or critical memory the model wanted to
+    /// change: nothing changed, a proposal waits for the user).
     pub op: String,
     /// The memory's text after the change; for `remove`, the removed text; for
     /// `proposal`, what Hearth suggests (the new text, or the memory's text to remove).
@@ -207,6 +219,8 @@ pub struct NewMemory {
     pub created: Option<Millis>,
     /// See [`Memory::context`].
     pub context: Option<String>,
+    /// Topic facets to keep besides the tagger's (an import keeps its file's).
+    pub facets: super::facets::Facets,
 }
 
 /// Two candidates are the same memory when their text and kind are (the learner compares
@@ -232,6 +246,7 @@ impl NewMemory {
             event_at: None,
             created: None,
             context: None,
+            facets: Default::default(),
         }
     }
 }
@@ -240,7 +255,8 @@ impl NewMemory {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
     /// `add`, `update`, `pin`, `unpin`, `critical`, `uncritical`, `remove`, `restore`,
-    /// `merge`, `delete` (a tombstone: no text), `import`.
+    /// `merge`, `delete` (a tombstone: no text), `import`, `supersede` (no longer true: a
+    /// newer memory replaced it), `unsupersede`.
     pub op: String,
     pub old_text: Option<String>,
     pub new_text: Option<String>,

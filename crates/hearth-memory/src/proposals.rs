@@ -266,6 +266,7 @@ impl Memories {
             }
             if let Some(m) = &p.new_memory {
                 let new = NewMemory {
+                    facets: Default::default(),
                     text: m.text.clone(),
                     kind: m.kind,
                     subject: m.subject.clone(),
@@ -337,6 +338,15 @@ impl Memories {
             }
             "remove" => {
                 self.restore(&change.memory_id)?;
+            }
+            "supersede" => {
+                let id = change.memory_id.clone();
+                self.store().write_blocking(move |c| {
+                    let tx = c.transaction()?;
+                    super::unsupersede_tx(&tx, &id, Actor::User)?;
+                    tx.commit()?;
+                    Ok(())
+                })?;
             }
             "proposal" => {
                 let id = change.proposal_id.as_deref().ok_or_else(|| {
@@ -449,6 +459,7 @@ mod tests {
         let pinned = memories
             .add(
                 NewMemory {
+                    facets: Default::default(),
                     pinned: true,
                     ..NewMemory::manual("Lives in Porto", Kind::Fact)
                 },
@@ -483,6 +494,7 @@ mod tests {
             memories
                 .add(
                     NewMemory {
+                        facets: Default::default(),
                         critical: true,
                         ..NewMemory::manual(text, Kind::Fact)
                     },

@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, Row, params, params_from_iter};
 use crate::time::now_millis;
 use crate::{Error, Result};
 
+use super::facets::{self, Facets};
 use super::vectors::vec_tables;
 use super::*;
 
@@ -16,7 +17,8 @@ pub fn new_id() -> String {
 
 pub const COLUMNS: &str = "id, text, kind, subject, importance, pinned, critical, confidence, source_kind, \
     source_conversation, source_message, source_file, event_at, created_at, updated_at, last_used_at, \
-    use_count, status, removed_at, embed_model, removal_awaits_consent, imported_from, context";
+    use_count, status, removed_at, embed_model, removal_awaits_consent, imported_from, context, facets, \
+    superseded_by";
 
 pub fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
     let source = match r.get::<_, String>(8)?.as_str() {
@@ -30,6 +32,7 @@ pub fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
         "import" => Source::Import,
         _ => Source::Manual,
     };
+    let tagged = stored_facets(r.get(23)?, &r.get::<_, String>(1)?, &r.get::<_, String>(2)?);
     Ok(Memory {
         id: r.get(0)?,
         text: r.get(1)?,
@@ -53,7 +56,29 @@ pub fn row_to_memory(r: &Row<'_>) -> rusqlite::Result<Memory> {
             .get::<_, Option<String>>(21)?
             .and_then(|s| serde_json::from_str(&s).ok()),
         context: r.get(22)?,
+        facets: tagged.names().into_iter().map(str::to_owned).collect(),
+        no_longer_true: tagged.has(Facets::PAST),
+        superseded_by: r.get(24)?,
     })
+}
+
+/// A row's facets: as stored, or (a row written before migration 27 and not yet tagged)
+/// as the tagger says.
+pub fn stored_facets(stored: Option<i64>, text: &str, kind: &str) -> Facets {
+    match stored {
+        Some(bits) => Facets(u32::try_from(bits).unwrap_or(0)),
+        None => facets::tag(text, Kind::parse(kind).unwrap_or(Kind::Fact)),
+    }
+}
+
+/// The facets to store for `text`: the tagger's, the topics and "no longer true" kept from
+/// elsewhere (an import's file), and no longer true when a newer memory superseded it.
+pub fn facets_for(text: &str, kind: Kind, kept: Facets, superseded: bool) -> i64 {
+    let mut f = facets::tag(text, kind).0 | (kept.0 & (Facets::TOPICS | Facets::PAST));
+    if superseded {
+        f |= Facets::PAST;
+    }
+    i64::from(f)
 }
 
 /// The context to store: trimmed, at most [`MAX_CONTEXT_CHARS`], none when blank.
@@ -164,8 +189,8 @@ pub fn insert(
     tx.execute(
         "INSERT INTO memories (id, text, norm, kind, subject, importance, pinned, critical, confidence,
            source_kind, source_conversation, source_message, source_file, event_at, created_at, updated_at, context,
-           audit_salt)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, randomblob(16))",
+           facets, audit_salt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, randomblob(16))",
         params![
             id,
             text,
@@ -183,7 +208,8 @@ pub fn insert(
             new.event_at,
             created,
             now,
-            context_of(new)
+            context_of(new),
+            facets_for(&text, new.kind, new.facets, false)
         ],
     )?;
     let op = if actor == Actor::Import {
@@ -226,13 +252,89 @@ pub fn update_text_tx(
     if text.is_empty() || old == text {
         return Ok(None);
     }
-    tx.execute(
-        "UPDATE memories SET text = ?1, norm = ?2, updated_at = ?3, embed_model = NULL WHERE n = ?4",
-        params![text, normalize(text), now_millis(), n],
-    )?;
+    set_text_tx(tx, n, text)?;
     drop_vectors(tx, n)?;
     log(tx, id, "update", Some(&old), Some(text), actor, source)?;
     Ok(Some(old))
+}
+
+/// Writes a memory's new text (row `n`) with its facets tagged again; the vector is made
+/// again later.
+pub fn set_text_tx(tx: &rusqlite::Transaction<'_>, n: i64, text: &str) -> rusqlite::Result<()> {
+    let (kind, superseded): (String, bool) = tx.query_row(
+        "SELECT kind, superseded_by IS NOT NULL FROM memories WHERE n = ?1",
+        [n],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let kind = Kind::parse(&kind).unwrap_or(Kind::Fact);
+    tx.execute(
+        "UPDATE memories SET text = ?1, norm = ?2, updated_at = ?3, embed_model = NULL, facets = ?5
+          WHERE n = ?4",
+        params![
+            text,
+            normalize(text),
+            now_millis(),
+            n,
+            facets_for(text, kind, Facets::default(), superseded)
+        ],
+    )?;
+    Ok(())
+}
+
+/// Marks active memory `id` as no longer true, replaced by memory `by` (the user said their
+/// life changed: "we moved"). It stays active, listed and searchable; the memory block
+/// prefers the current one and says which is older. Returns its text, or `None` when it is
+/// not an active memory not superseded already.
+pub fn supersede_tx(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    by: &str,
+    actor: Actor,
+    source: Option<&str>,
+) -> rusqlite::Result<Option<String>> {
+    let row: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT n, text FROM memories
+              WHERE id = ?1 AND status = 'active' AND superseded_by IS NULL",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((n, text)) = row else {
+        return Ok(None);
+    };
+    tx.execute(
+        "UPDATE memories SET superseded_by = ?1, facets = coalesce(facets, 0) | ?2 WHERE n = ?3",
+        params![by, Facets::PAST, n],
+    )?;
+    log(tx, id, "supersede", None, Some(&text), actor, source)?;
+    Ok(Some(text))
+}
+
+/// Undoes [`supersede_tx`]: the memory is current again (unless its own words say it
+/// ended). Returns whether it was superseded.
+pub fn unsupersede_tx(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    actor: Actor,
+) -> rusqlite::Result<bool> {
+    let row: Option<(i64, String, String)> = tx
+        .query_row(
+            "SELECT n, text, kind FROM memories WHERE id = ?1 AND superseded_by IS NOT NULL",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let Some((n, text, kind)) = row else {
+        return Ok(false);
+    };
+    let kind = Kind::parse(&kind).unwrap_or(Kind::Fact);
+    tx.execute(
+        "UPDATE memories SET superseded_by = NULL, facets = ?1 WHERE n = ?2",
+        params![facets_for(&text, kind, Facets::default(), false), n],
+    )?;
+    log(tx, id, "unsupersede", None, Some(&text), actor, None)?;
+    Ok(true)
 }
 
 /// Soft-removes a memory inside a transaction; returns its text, or `None` if it was not

@@ -242,19 +242,6 @@ const SAFETY_PHRASES: &[&str] = &[
     "kidney diet",
 ];
 
-/// An FTS5 query matching any safety word or phrase (quoted: no syntax).
-pub fn fts_query() -> &'static str {
-    static QUERY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    QUERY.get_or_init(|| {
-        SAFETY
-            .iter()
-            .chain(SAFETY_PHRASES)
-            .map(|w| format!("\"{}\"", w.replace('"', "")))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    })
-}
-
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '-' && c != 'é')
         .filter(|w| !w.is_empty())
@@ -304,6 +291,27 @@ pub fn involves(request: &str, people: &People, text: &str) -> bool {
                     && words(request).any(|w| HOUSEHOLD_WORDS.contains(&w.as_str())))
         }
     }
+}
+
+/// The names `request` says ("Marta", and "Helena" for "my wife"): its capitalised words
+/// but the first and the people its roles name, lowercase.
+pub fn names_in(request: &str, people: &People) -> Vec<String> {
+    let mut names: Vec<String> = request
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase) && *w != "I")
+        .map(str::to_lowercase)
+        .collect();
+    names.extend(
+        people
+            .named_in(request)
+            .into_iter()
+            .map(|n| n.to_lowercase()),
+    );
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Whether the request names, directly or by role, a person the memory names.
@@ -378,5 +386,8 @@ mod tests {
         assert!(involves(family, &people, wife));
         assert!(!involves(family, &people, neighbour));
         assert!(involves("What can Marta eat?", &people, neighbour));
+        assert_eq!(names_in("What can Marta eat?", &people), ["marta"]);
+        assert_eq!(names_in("Plan a dinner for my wife.", &people), ["helena"]);
+        assert!(names_in("Can I have the baklava?", &people).is_empty());
     }
 }

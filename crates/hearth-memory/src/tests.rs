@@ -633,3 +633,109 @@ fn a_memory_is_found_by_the_words_around_it_but_the_block_carries_only_its_own()
         .map(|(_, t)| t.as_str());
     assert_eq!(input, Some("Melanie: 5 years already! Time flies."));
 }
+
+#[test]
+fn facet_tags_and_no_longer_true_survive_export_and_import() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let memories = Memories::new(open(tmp.path()));
+    // A topic the words alone do not give ("money"), as a refining model or an older
+    // export would have it; the tagger's own ("work"); and a memory replaced by another.
+    let line = serde_json::json!({
+        "schema": transfer::SCHEMA, "id": "m-old", "text": "User's work contract with Lumen renews in May.",
+        "kind": "fact", "subject": null, "importance": 0.5, "pinned": false, "critical": false,
+        "confidence": 1.0, "source": {"kind": "manual"}, "event_at": null, "created": 1,
+        "updated": 1, "last_used": null, "use_count": 0, "status": "active", "removed_at": null,
+        "embed_model": null, "facets": ["money", "safety", "nonsense"], "no_longer_true": false
+    });
+    memories
+        .import_jsonl(format!("{line}\n").as_bytes())
+        .expect("import");
+    let old = memories
+        .add(
+            NewMemory::manual("User worked at Siemens.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("old");
+    let new = memories
+        .add(
+            NewMemory::manual("User works at Lumen.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("new");
+    let (o, n) = (old.id.clone(), new.id.clone());
+    memories
+        .store()
+        .write_blocking(move |c| {
+            let tx = c.transaction()?;
+            supersede_tx(&tx, &o, &n, Actor::Assistant, None)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .expect("supersede");
+    let before = memories.list(&Filter::default()).expect("list");
+    let contract = before
+        .iter()
+        .find(|m| m.text.contains("contract"))
+        .expect("imported");
+    assert_eq!(
+        contract.facets,
+        ["work", "money"],
+        "the file's topics and the tagger's; a file cannot set the safety mark"
+    );
+    let old_now = before.iter().find(|m| m.id == old.id).expect("old");
+    assert!(old_now.no_longer_true);
+    assert_eq!(old_now.superseded_by.as_deref(), Some(new.id.as_str()));
+    assert!(
+        !before
+            .iter()
+            .find(|m| m.id == new.id)
+            .expect("new")
+            .no_longer_true
+    );
+
+    let mut jsonl = Vec::new();
+    memories.export_jsonl(&mut jsonl).expect("export");
+    let other = tempfile::tempdir().expect("tempdir");
+    let fresh = Memories::new(open(other.path()));
+    fresh.import_jsonl(jsonl.as_slice()).expect("import");
+    let after = fresh.list(&Filter::default()).expect("list");
+    let facets = |list: &[Memory]| {
+        let mut v: Vec<(String, Vec<String>, bool)> = list
+            .iter()
+            .map(|m| (m.text.clone(), m.facets.clone(), m.no_longer_true))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(facets(&before), facets(&after));
+}
+
+#[test]
+fn memories_written_before_facets_existed_are_tagged_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let memories = Memories::new(open(tmp.path()));
+    let m = memories
+        .add(
+            NewMemory::manual("User is allergic to tree nuts.", Kind::Fact),
+            Actor::User,
+        )
+        .expect("add");
+    // As migration 27 leaves a row written by an older Hearth.
+    memories
+        .store()
+        .write_blocking(|c| {
+            c.execute("UPDATE memories SET facets = NULL", [])?;
+            Ok(())
+        })
+        .expect("untag");
+    assert_eq!(memories.tag_untagged().expect("tag"), 1);
+    assert_eq!(memories.tag_untagged().expect("again"), 0);
+    let stored: i64 = memories
+        .store()
+        .read_blocking(|c| c.query_row("SELECT facets FROM memories", [], |r| r.get(0)))
+        .expect("facets");
+    let f = facets::Facets(u32::try_from(stored).expect("bits"));
+    assert!(f.has(facets::Facets::HEALTH) && f.has(facets::Facets::SAFETY));
+    let got = memories.get(&m.id).expect("get").expect("there");
+    assert_eq!(got.facets, ["health"]);
+}

@@ -13,6 +13,7 @@ use std::io::{BufRead, Read, Write};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
+use super::facets::Facets;
 use super::{Actor, HistoryEntry, Kind, Memories, Memory, NewMemory, Source, Status, normalize};
 use crate::{Error, Result};
 
@@ -160,7 +161,14 @@ impl Memories {
                     item.schema
                 )));
             }
+            // The file's topics are kept; of its marks only "no longer true", which can
+            // only lower what a memory weighs (safety and subject come from the words).
+            let mut facets = Facets::from_names(&item.memory.facets);
+            if item.memory.no_longer_true {
+                facets.0 |= Facets::PAST;
+            }
             let new = NewMemory {
+                facets,
                 text: item.memory.text.clone(),
                 kind: item.memory.kind,
                 subject: item.memory.subject.clone(),

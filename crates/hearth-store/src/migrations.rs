@@ -149,6 +149,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the people generation",
         sql: include_str!("migrations/0026_people.sql"),
     },
+    Migration {
+        version: 27,
+        name: "memory facets and what superseded a memory",
+        sql: include_str!("migrations/0027_facets.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -49,6 +49,14 @@ pub struct MemoryDto {
     /// The words around it where it came from (an imported conversation's neighbouring
     /// turns): search reads them; the prompt's memory block never carries them.
     pub context: Option<String>,
+    /// The parts of life it touches: `health`, `family`, `home`, `work`, `money`,
+    /// `travel`, `schedule`, `leisure`, `style`.
+    pub facets: Vec<String>,
+    /// It stopped being true (its words say so, or a newer memory replaced it): listed and
+    /// searchable, but the memory block prefers the current one.
+    pub no_longer_true: bool,
+    /// The memory that replaced it, when the user said their life changed.
+    pub superseded_by: Option<String>,
 }
 
 /// One change in a memory's history. A user's delete leaves a `delete` entry without text.
@@ -56,7 +64,7 @@ pub struct MemoryDto {
 #[ts(export)]
 pub struct MemoryHistoryDto {
     /// `add`, `update`, `pin`, `unpin`, `critical`, `uncritical`, `remove`, `restore`,
-    /// `merge`, `delete`, `import`.
+    /// `merge`, `delete`, `import`, `supersede`, `unsupersede`.
     pub op: String,
     pub old_text: Option<String>,
     pub new_text: Option<String>,

@@ -42,6 +42,9 @@ export function memory(partial: Partial<Stored> & Pick<Stored, 'id' | 'text' | '
     removed_at: null,
     removal_awaits_consent: false,
     context: null,
+    facets: [],
+    no_longer_true: false,
+    superseded_by: null,
     ...partial,
   };
 }
@@ -113,6 +116,7 @@ export function seed(now: number, scenario: MemoryScenario): { memories: Stored[
   const memories: Stored[] = [
     memory({
       id: 'm-home',
+      facets: ['home'],
       text: 'Lives in Lyon, France',
       kind: 'fact',
       subject: 'home_city',
@@ -126,6 +130,7 @@ export function seed(now: number, scenario: MemoryScenario): { memories: Stored[
     }),
     memory({
       id: 'm-allergy',
+      facets: ['health'],
       text: 'Allergic to peanuts',
       kind: 'fact',
       subject: 'allergy',
@@ -138,6 +143,7 @@ export function seed(now: number, scenario: MemoryScenario): { memories: Stored[
     }),
     memory({
       id: 'm-metric',
+      facets: ['style'],
       text: 'Prefers metric units (kilograms, Celsius, kilometres)',
       kind: 'preference',
       subject: 'units',
@@ -150,6 +156,7 @@ export function seed(now: number, scenario: MemoryScenario): { memories: Stored[
     }),
     memory({
       id: 'm-veg',
+      facets: ['health'],
       text: 'Eats vegetarian: no meat or fish',
       kind: 'preference',
       subject: 'diet',

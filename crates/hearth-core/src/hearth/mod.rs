@@ -163,6 +163,11 @@ impl Hearth {
         if let Err(e) = crate::memory::Memories::new(store.clone()).upgrade_vector_tables() {
             tracing::warn!(error = %e, "could not move memory vectors to the partitioned table");
         }
+        match crate::memory::Memories::new(store.clone()).tag_untagged() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(memories = n, "tagged memories with their facets"),
+            Err(e) => tracing::warn!(error = %e, "could not tag memories with their facets"),
+        }
         let choice: EmbeddingChoice = store
             .setting(crate::embed::CHOICE_SETTING)?
             .unwrap_or_default();

@@ -59,6 +59,12 @@ pub enum Decision {
         new: NewMemory,
         reason: String,
     },
+    /// The user's life changed: `id` stays, marked no longer true, and the candidate is added.
+    Supersede {
+        id: String,
+        new: NewMemory,
+        reason: String,
+    },
     /// The user asked to forget `id`: a soft removal (the model chose which memory).
     Forget {
         id: String,
@@ -277,6 +283,7 @@ impl Learner {
                 continue;
             }
             let new = NewMemory {
+                facets: Default::default(),
                 text: c.text.trim().to_owned(),
                 kind,
                 subject: c.subject.filter(|s| !s.trim().is_empty()),
@@ -393,6 +400,35 @@ impl Learner {
                             changes.push(change(id, "remove", old, None));
                         }
                         let added = crate::memory::insert(&tx, &new, Actor::Assistant)?;
+                        changes.push(change(added, "add", new.text, None));
+                    }
+                    Decision::Supersede { id, new, reason } => {
+                        if !touched.insert(id.clone()) {
+                            continue;
+                        }
+                        if is_protected_tx(&tx, &id)? {
+                            // A pinned or critical memory changes only with the user's yes.
+                            changes.extend(propose_tx(
+                                &tx,
+                                &id,
+                                ProposalAction::Remove,
+                                None,
+                                Some(&new),
+                                &reason,
+                                &source,
+                            )?);
+                            continue;
+                        }
+                        let added = crate::memory::insert(&tx, &new, Actor::Assistant)?;
+                        if let Some(old) = crate::memory::supersede_tx(
+                            &tx,
+                            &id,
+                            &added,
+                            Actor::Assistant,
+                            source_json.as_deref(),
+                        )? {
+                            changes.push(change(id, "supersede", old, None));
+                        }
                         changes.push(change(added, "add", new.text, None));
                     }
                     Decision::Forget { id, reason } => {

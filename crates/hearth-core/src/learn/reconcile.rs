@@ -115,6 +115,19 @@ impl Learner {
                     return Ok(Decision::Noop);
                 }
             },
+            "SUPERSEDE" => match offered_id(&r.id) {
+                Some(id) => Decision::Supersede {
+                    id,
+                    new: new.clone(),
+                    reason,
+                },
+                None => {
+                    tracing::warn!(
+                        "reconciliation named an id that was not offered; candidate skipped"
+                    );
+                    return Ok(Decision::Noop);
+                }
+            },
             "NOOP" => Decision::Noop,
             _ => {
                 tracing::warn!("reconciliation chose no known action; candidate skipped");

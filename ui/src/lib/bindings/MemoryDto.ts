@@ -26,4 +26,18 @@ removal_awaits_consent: boolean,
  * The words around it where it came from (an imported conversation's neighbouring
  * turns): search reads them; the prompt's memory block never carries them.
  */
-context: string | null, };
+context: string | null, 
+/**
+ * The parts of life it touches: `health`, `family`, `home`, `work`, `money`,
+ * `travel`, `schedule`, `leisure`, `style`.
+ */
+facets: Array<string>, 
+/**
+ * It stopped being true (its words say so, or a newer memory replaced it): listed and
+ * searchable, but the memory block prefers the current one.
+ */
+no_longer_true: boolean, 
+/**
+ * The memory that replaced it, when the user said their life changed.
+ */
+superseded_by: string | null, };

@@ -6,7 +6,7 @@
 export type MemoryHistoryDto = { 
 /**
  * `add`, `update`, `pin`, `unpin`, `critical`, `uncritical`, `remove`, `restore`,
- * `merge`, `delete`, `import`.
+ * `merge`, `delete`, `import`, `supersede`, `unsupersede`.
  */
 op: string, old_text: string | null, new_text: string | null, 
 /**

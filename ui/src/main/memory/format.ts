@@ -150,7 +150,26 @@ export const HISTORY_OPS: Record<string, string> = {
   merge: 'Merged',
   delete: 'Deleted (text not kept)',
   import: 'Imported',
+  supersede: 'No longer true (replaced by a newer memory)',
+  unsupersede: 'True again',
 };
+
+/** The facets a memory touches, as the detail panel names them. */
+const FACETS: Record<string, string> = {
+  health: 'Health & diet',
+  family: 'Family',
+  home: 'Home',
+  work: 'Work',
+  money: 'Money',
+  travel: 'Travel & documents',
+  schedule: 'Schedule',
+  leisure: 'Leisure',
+  style: 'Style of answers',
+};
+
+export function facetLabel(facet: string): string {
+  return FACETS[facet] ?? sentence(facet);
+}
 
 export function historyOp(op: string): string {
   return HISTORY_OPS[op] ?? sentence(op);
