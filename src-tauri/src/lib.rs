@@ -29,6 +29,17 @@ use tauri::{AppHandle, Builder, Emitter, Manager, Runtime};
 use dto::{ErrorDto, ShortcutStatus};
 use state::AppState;
 
+/// Turns WebKitGTK's DMA-BUF renderer off where it does harm (see
+/// `windows::disable_dmabuf_renderer`).
+///
+/// # Safety
+/// Changes the environment: call it first thing in `main`, before any other thread exists.
+#[cfg(target_os = "linux")]
+pub unsafe fn choose_webkit_renderer() {
+    // SAFETY: passed on to the caller.
+    unsafe { windows::choose_webkit_renderer() }
+}
+
 /// Starts the app; returns when the user quits.
 pub fn run() {
     let data_dir = DataDir::from_env();

@@ -22,6 +22,11 @@ fn release_freed_memory() {
 }
 
 fn main() {
+    // SAFETY: first thing in main, before any other thread exists.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        hearth_desktop::choose_webkit_renderer()
+    };
     // The extraction worker (this binary as the indexer's child) ends here.
     // SAFETY: first thing in main, before any other thread exists.
     if let Some(code) = unsafe { hearth_core::process_start() } {

@@ -49,6 +49,40 @@ fn guarded<'a, R: Runtime>(
         })
 }
 
+/// The variable that turns WebKitGTK's DMA-BUF renderer off.
+pub const DMABUF_VAR: &str = "WEBKIT_DISABLE_DMABUF_RENDERER";
+
+/// Whether to turn WebKitGTK's DMA-BUF renderer off: on a machine with no GPU render node
+/// (`/dev/dri/renderD*`) it has nothing to share buffers with, and there it delayed the
+/// main window's first paint (installed release under Xvfb: 1.43–1.55 s to a painted
+/// window with it, 1.09–1.25 s without, five starts each, alternating); with NVIDIA's
+/// driver it shows blank windows (tauri-apps/tauri#9304). Elsewhere WebKit's default stays.
+/// A value the user set wins, whatever it is.
+pub fn disable_dmabuf_renderer(user_set: bool, has_render_node: bool, nvidia: bool) -> bool {
+    !user_set && (!has_render_node || nvidia)
+}
+
+/// Sets [`DMABUF_VAR`] when [`disable_dmabuf_renderer`] says so, from this machine's facts.
+///
+/// # Safety
+/// Changes the environment: call it before any other thread exists.
+#[cfg(target_os = "linux")]
+pub unsafe fn choose_webkit_renderer() {
+    let has_render_node = std::fs::read_dir("/dev/dri").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("renderD"))
+    });
+    let nvidia = std::path::Path::new("/proc/driver/nvidia/version").exists();
+    if disable_dmabuf_renderer(
+        std::env::var_os(DMABUF_VAR).is_some(),
+        has_render_node,
+        nvidia,
+    ) {
+        // SAFETY: the caller promises no other thread exists yet.
+        unsafe { std::env::set_var(DMABUF_VAR, "1") };
+    }
+}
+
 /// The argument "Open at login" starts Hearth with: the main window stays hidden.
 pub const IN_TRAY_ARG: &str = "--in-tray";
 
@@ -210,6 +244,19 @@ pub fn on_window_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_dmabuf_renderer_is_off_without_a_render_node_or_with_nvidia_unless_the_user_chose() {
+        use super::disable_dmabuf_renderer as off;
+        assert!(off(false, false, false), "no GPU render node");
+        assert!(off(false, true, true), "NVIDIA's driver");
+        assert!(
+            !off(false, true, false),
+            "a working GPU keeps WebKit's default"
+        );
+        assert!(!off(true, false, false), "the user's own value wins");
+        assert!(!off(true, true, true));
+    }
+
     use super::is_own_origin;
     use tauri::Url;
 

@@ -373,6 +373,39 @@ async fn open_settings(client: &Client) {
     settings.click().await.expect("open Settings");
 }
 
+/// The visible window titled `title`, as the X server shows it, saved as PNG at `path`.
+/// For the consent window: WebKit's own snapshot of it (WebDriver's screenshot) never
+/// returns with the DMA-BUF renderer off, as the app runs WebKit on a machine without a GPU
+/// render node, though the window is painted on screen.
+fn x_screenshot(title: &str, path: &Path) {
+    let found = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", title])
+        .output()
+        .expect("run xdotool");
+    let ids = String::from_utf8_lossy(&found.stdout);
+    let id = ids.lines().last().unwrap_or_default().trim().to_owned();
+    assert!(!id.is_empty(), "no visible window titled {title:?}");
+    let ok = Command::new("import")
+        .args(["-window", &id])
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "import -window {id} {}", path.display());
+}
+
+/// How many colours a PNG has (a blank window has one or two).
+fn painted_colors(path: &Path) -> usize {
+    let out = Command::new("identify")
+        .args(["-format", "%k"])
+        .arg(path)
+        .output()
+        .expect("run identify");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
 /// Presses keys on the X server, as a user would (reaches global grabs). xdotool fails now
 /// and then on a transient X error (the focused window went away between its query and the
 /// key event: `BadWindow`), so a failed press is tried again, a few times.
@@ -448,6 +481,37 @@ async fn settings_status_matches_doctor_and_the_quick_prompt_opens_like_from_the
     );
     let png = client.screenshot().await.expect("screenshot");
     std::fs::write(artifacts().join("main-settings.png"), png).expect("save screenshot");
+
+    // WebKit's DMA-BUF renderer is off on a machine without a GPU render node (it slowed the
+    // first paint there) and on with one, unless the environment already chose.
+    let app = eventually("the app's process", || async {
+        apps_of(&sandbox.hearth_home()).first().copied()
+    })
+    .await;
+    let render_node = std::fs::read_dir("/dev/dri").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("renderD"))
+    });
+    let nvidia = Path::new("/proc/driver/nvidia/version").exists();
+    let chosen = std::env::var("WEBKIT_DISABLE_DMABUF_RENDERER").ok();
+    let want = chosen
+        .clone()
+        .or((!render_node || nvidia).then(|| "1".to_owned()));
+    let webkit: Vec<u32> = children_of(app)
+        .into_iter()
+        .filter(|(_, n)| n.starts_with("WebKitWebProces"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert!(!webkit.is_empty(), "the main window's web process runs");
+    for pid in webkit {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+        let set = environ
+            .split(|b| *b == 0)
+            .filter_map(|kv| kv.strip_prefix(b"WEBKIT_DISABLE_DMABUF_RENDERER="))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .next();
+        assert_eq!(set, want, "WebKit's renderer choice in process {pid}");
+    }
 
     // The quick prompt starts hidden and opens through the tray's own function.
     assert!(switch_to(&client, Win::Quick).await, "quick window exists");
@@ -1585,10 +1649,16 @@ async fn a_delete_the_model_asks_for_waits_in_the_consent_window_and_deny_keeps_
     assert!(dialog.contains(&*target_path.to_string_lossy()), "{dialog}");
     assert!(dialog.contains("moves to the trash"), "{dialog}");
     assert!(!dialog.contains("Always allow"), "{dialog}");
-    // The window was painted idle while hidden: let it paint the question before the shot.
+    // The window was painted idle while hidden: let it paint the question before the shot,
+    // taken from the X server as the user sees the screen (WebKit's own snapshot of this
+    // window never returned with its DMA-BUF renderer off, as the app runs it here).
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let png = client.screenshot().await.expect("screenshot");
-    std::fs::write(artifacts().join("consent-delete.png"), png).expect("save screenshot");
+    let shot = artifacts().join("consent-delete.png");
+    x_screenshot("Hearth — allow this action?", &shot);
+    assert!(
+        painted_colors(&shot) > 4,
+        "the consent window is painted on screen, not blank"
+    );
 
     // The chat window cannot approve it: its capability has no answer_consent.
     assert!(switch_to(&client, Win::Main).await);
@@ -2225,10 +2295,12 @@ async fn allow_in_consent_window(client: &Client, what: &str) {
         d.text().await.ok()?.contains(what).then_some(())
     })
     .await;
-    if let Ok(png) = client.screenshot().await {
-        let name = what.replace(' ', "-");
-        let _ = std::fs::write(artifacts().join(format!("consent-{name}.png")), png);
-    }
+    // From the X server, as the user sees it (see `x_screenshot`).
+    let name = what.replace(' ', "-");
+    x_screenshot(
+        "Hearth — allow this action?",
+        &artifacts().join(format!("consent-{name}.png")),
+    );
     client
         .execute(
             "const once = [...document.querySelectorAll('button')]
