@@ -53,17 +53,13 @@ pub enum Decision {
         text: String,
         reason: String,
     },
-    /// Remove `id` (soft) and add the candidate.
+    /// Add the candidate and remove `id` (soft) — or, when `keep_old` (the user's life
+    /// changed: SUPERSEDE), keep it, marked no longer true.
     Replace {
         id: String,
         new: NewMemory,
         reason: String,
-    },
-    /// The user's life changed: `id` stays, marked no longer true, and the candidate is added.
-    Supersede {
-        id: String,
-        new: NewMemory,
-        reason: String,
+        keep_old: bool,
     },
     /// The user asked to forget `id`: a soft removal (the model chose which memory).
     Forget {
@@ -376,7 +372,12 @@ impl Learner {
                             changes.push(change(id, "update", text, Some(old)));
                         }
                     }
-                    Decision::Replace { id, new, reason } => {
+                    Decision::Replace {
+                        id,
+                        new,
+                        reason,
+                        keep_old,
+                    } => {
                         if !touched.insert(id.clone()) {
                             continue;
                         }
@@ -394,40 +395,18 @@ impl Learner {
                             )?);
                             continue;
                         }
-                        if let Some(old) =
-                            crate::memory::remove_tx(&tx, &id, Actor::Assistant, source_json.as_deref())?
+                        let added = crate::memory::insert(&tx, &new, Actor::Assistant)?;
+                        let src = source_json.as_deref();
+                        if keep_old {
+                            if let Some(old) =
+                                crate::memory::supersede_tx(&tx, &id, &added, Actor::Assistant, src)?
+                            {
+                                changes.push(change(id, "supersede", old, None));
+                            }
+                        } else if let Some(old) =
+                            crate::memory::remove_tx(&tx, &id, Actor::Assistant, src)?
                         {
                             changes.push(change(id, "remove", old, None));
-                        }
-                        let added = crate::memory::insert(&tx, &new, Actor::Assistant)?;
-                        changes.push(change(added, "add", new.text, None));
-                    }
-                    Decision::Supersede { id, new, reason } => {
-                        if !touched.insert(id.clone()) {
-                            continue;
-                        }
-                        if is_protected_tx(&tx, &id)? {
-                            // A pinned or critical memory changes only with the user's yes.
-                            changes.extend(propose_tx(
-                                &tx,
-                                &id,
-                                ProposalAction::Remove,
-                                None,
-                                Some(&new),
-                                &reason,
-                                &source,
-                            )?);
-                            continue;
-                        }
-                        let added = crate::memory::insert(&tx, &new, Actor::Assistant)?;
-                        if let Some(old) = crate::memory::supersede_tx(
-                            &tx,
-                            &id,
-                            &added,
-                            Actor::Assistant,
-                            source_json.as_deref(),
-                        )? {
-                            changes.push(change(id, "supersede", old, None));
                         }
                         changes.push(change(added, "add", new.text, None));
                     }

@@ -81,52 +81,30 @@ impl Learner {
         else {
             return Ok(Decision::Noop);
         };
-        let offered_id =
-            |id: &Option<String>| find_offered(&offered, id.as_deref()).map(|o| o.id.clone());
         let reason = r.reason.clone().unwrap_or_default();
-        let decision = match r.action.to_ascii_uppercase().as_str() {
+        let action = r.action.to_ascii_uppercase();
+        // UPDATE, DELETE and SUPERSEDE name an offered memory; any other id skips the candidate.
+        let id = find_offered(&offered, r.id.as_deref()).map(|o| o.id.clone());
+        if matches!(action.as_str(), "UPDATE" | "DELETE" | "SUPERSEDE") && id.is_none() {
+            tracing::warn!("reconciliation named an id that was not offered; candidate skipped");
+            return Ok(Decision::Noop);
+        }
+        let id = id.unwrap_or_default();
+        let decision = match action.as_str() {
             "ADD" => Decision::Add(new.clone()),
-            "UPDATE" => match offered_id(&r.id) {
-                Some(id) => Decision::Update {
-                    id,
-                    text: r
-                        .text
-                        .filter(|t| !t.trim().is_empty())
-                        .unwrap_or_else(|| new.text.clone()),
-                    reason,
-                },
-                None => {
-                    tracing::warn!(
-                        "reconciliation named an id that was not offered; candidate skipped"
-                    );
-                    return Ok(Decision::Noop);
-                }
+            "UPDATE" => Decision::Update {
+                id,
+                text: r
+                    .text
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| new.text.clone()),
+                reason,
             },
-            "DELETE" => match offered_id(&r.id) {
-                Some(id) => Decision::Replace {
-                    id,
-                    new: new.clone(),
-                    reason,
-                },
-                None => {
-                    tracing::warn!(
-                        "reconciliation named an id that was not offered; candidate skipped"
-                    );
-                    return Ok(Decision::Noop);
-                }
-            },
-            "SUPERSEDE" => match offered_id(&r.id) {
-                Some(id) => Decision::Supersede {
-                    id,
-                    new: new.clone(),
-                    reason,
-                },
-                None => {
-                    tracing::warn!(
-                        "reconciliation named an id that was not offered; candidate skipped"
-                    );
-                    return Ok(Decision::Noop);
-                }
+            "DELETE" | "SUPERSEDE" => Decision::Replace {
+                id,
+                new: new.clone(),
+                reason,
+                keep_old: action == "SUPERSEDE",
             },
             "NOOP" => Decision::Noop,
             _ => {
