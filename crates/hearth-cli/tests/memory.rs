@@ -11,6 +11,21 @@ use serde_json::{Value, json};
 mod common;
 use common::*;
 
+/// A chat's memory changes as (op, memory id).
+fn ops_of(done: &Value) -> Vec<(String, String)> {
+    done["memory_changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["op"].as_str().unwrap_or("").into(),
+                c["memory_id"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk() {
     let offered_for_lisbon: Arc<Mutex<Option<String>>> = Arc::default();
@@ -86,17 +101,7 @@ async fn the_worked_example_updates_keeps_removes_and_adds_and_drops_small_talk(
         ],
     )
     .await;
-    let ops: Vec<(String, String)> = done["memory_changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .map(|c| {
-            (
-                c["op"].as_str().unwrap_or("").into(),
-                c["memory_id"].as_str().unwrap_or("").into(),
-            )
-        })
-        .collect();
+    let ops = ops_of(&done);
     assert!(ops.contains(&("update".into(), chicago.clone())), "{ops:?}");
     assert!(ops.contains(&("remove".into(), recs.clone())), "{ops:?}");
     assert_eq!(
@@ -211,17 +216,7 @@ async fn a_change_in_the_users_life_keeps_the_old_fact_marked_no_longer_true() {
         ],
     )
     .await;
-    let ops: Vec<(String, String)> = done["memory_changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .map(|c| {
-            (
-                c["op"].as_str().unwrap_or("").into(),
-                c["memory_id"].as_str().unwrap_or("").into(),
-            )
-        })
-        .collect();
+    let ops = ops_of(&done);
     assert!(
         ops.contains(&("supersede".into(), siemens.clone())),
         "{ops:?}"
