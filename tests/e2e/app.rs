@@ -1115,6 +1115,129 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
     client.close().await.expect("end session");
 }
 
+/// The ids of the memory rows the Memory screen lists, top to bottom.
+async fn listed_memory_ids(client: &Client) -> Vec<String> {
+    let mut ids = Vec::new();
+    for row in client
+        .find_all(Locator::Css("li[data-memory-id]"))
+        .await
+        .unwrap_or_default()
+    {
+        if let Ok(Some(id)) = row.attr("data-memory-id").await {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn the_memory_screen_search_puts_what_is_true_of_the_user_first() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    assert!(
+        std::env::var_os("HEARTH_EMBED_MODEL_DIR").is_some(),
+        "the search's order comes from the real embedding model: export HEARTH_EMBED_MODEL_DIR=$(scripts/fetch-model.sh)"
+    );
+    let sandbox = Sandbox::new();
+    let add = |text: &str| -> String {
+        let v = cli_json(&sandbox, &["memory", "add", text, "--json"]);
+        v["id"].as_str().expect("id").to_owned()
+    };
+    // Another person's allergy with more of the query's words than the user's own; the
+    // user's brother, who lives somewhere too; where the user lived and lives now.
+    let marta = add(
+        "User's colleague Marta is allergic to shellfish and keeps an EpiPen for shellfish dinners.",
+    );
+    let own_allergy = add("User is allergic to shellfish.");
+    let berlin = add("User lived in Berlin until March 2026.");
+    let lisbon = add("User lives in Lisbon, in Alfama, since April 2026.");
+    let brother = add("User's brother lives in Toronto.");
+    for text in [
+        "User prefers short answers with bullet points.",
+        "User's team has a stand-up at 9:30 every weekday.",
+        "User grows tomatoes and basil on the balcony.",
+    ] {
+        add(text);
+    }
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+    open_screen(&client, "Memory").await;
+    eventually("every memory indexed by the search model", || async {
+        let line = text_of(&client, "[data-testid='search-model-indexed']").await?;
+        (line == "All 8 memories indexed").then_some(())
+    })
+    .await;
+    let search = client
+        .find(Locator::Css("input[aria-label='Search memories']"))
+        .await
+        .expect("the search field");
+
+    // What the screen lists is what the core ranked, in its order (the CLI asks the same
+    // core): the user's own allergy above a colleague's on more of the same words.
+    for (query, shot) in [
+        ("shellfish allergy", "memory-search-allergy.png"),
+        ("Where do I live?", "memory-search-home.png"),
+    ] {
+        search.clear().await.expect("clear the search");
+        search.send_keys(query).await.expect("type the search");
+        let cli: Vec<String> = cli_json(&sandbox, &["memory", "list", "--query", query, "--json"])
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|m| m["id"].as_str().map(str::to_owned))
+            .collect();
+        assert!(!cli.is_empty(), "the CLI found nothing for {query:?}");
+        let shown = eventually(
+            &format!("the screen to list the search for {query:?}"),
+            || {
+                let cli = cli.clone();
+                let client = client.clone();
+                async move {
+                    let shown = listed_memory_ids(&client).await;
+                    (shown == cli).then_some(shown)
+                }
+            },
+        )
+        .await;
+        let png = client.screenshot().await.expect("screenshot");
+        std::fs::write(artifacts().join(shot), png).expect("save screenshot");
+        let at = |id: &str| shown.iter().position(|s| s == id);
+        if query == "shellfish allergy" {
+            assert_eq!(
+                at(&own_allergy),
+                Some(0),
+                "the user's own allergy first: {shown:?}"
+            );
+            assert!(
+                at(&marta).is_some(),
+                "the colleague's allergy is still listed"
+            );
+        } else {
+            // What is true now first; the brother's home and the old one after it, the old
+            // one marked as no longer true.
+            assert_eq!(
+                at(&lisbon),
+                Some(0),
+                "where the user lives now first: {shown:?}"
+            );
+            let (b, old) = (at(&brother), at(&berlin));
+            assert!(
+                b.is_none_or(|b| b > 0) && old.is_some_and(|o| o > 0),
+                "{shown:?}"
+            );
+            let badge = text_of(
+                &client,
+                &format!("li[data-memory-id='{berlin}'] .badge.past"),
+            )
+            .await;
+            assert_eq!(badge.as_deref(), Some("No longer true"));
+        }
+    }
+    client.close().await.expect("end session");
+}
+
 #[test]
 fn the_app_and_the_cli_agree_on_the_default_data_folder() {
     let sandbox = Sandbox::new();

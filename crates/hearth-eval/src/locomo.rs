@@ -258,7 +258,9 @@ pub fn run(
         }
         for (question, category, evidence) in &conv.questions {
             let vector = match embedder {
-                Some(e) => Some(e.embed_query(question)?),
+                Some(e) => {
+                    Some(e.embed_query(&hearth_memory::phrasing::as_memories_say(question))?)
+                }
                 None => None,
             };
             for mode in &modes {

@@ -23,6 +23,7 @@ use hearth_base::{Error, Result};
 use hearth_embed::Embedder;
 use hearth_memory::block;
 use hearth_memory::distractors::{MAX_DISTRACTORS, distractor_memories};
+use hearth_memory::phrasing::as_memories_say;
 use hearth_memory::{Actor, Kind, Memories, NewMemory};
 use hearth_store::key::KeyBackend;
 use hearth_store::{OpenOptions, Store};
@@ -159,6 +160,10 @@ pub struct RequestOutcome {
     pub in_block: bool,
     /// Its memory's rank in search (1 best), `null` when search did not list it.
     pub rank: Option<usize>,
+    /// What search listed first when it was not the needed memory: the set's key for one
+    /// of its memories, else the generated memory's text (for reading the misses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
 }
 
 fn bad(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
@@ -285,7 +290,7 @@ pub fn run(
     let mut requests = Vec::new();
     for (key, request) in &set.queries {
         let vector = match embedder {
-            Some(e) => Some(e.embed_query(request)?),
+            Some(e) => Some(e.embed_query(&as_memories_say(request))?),
             None => None,
         };
         let v = vector
@@ -314,10 +319,17 @@ pub fn run(
             r5 += usize::from(rank < 5);
             mrr += 1.0 / (rank as f64 + 1.0);
         }
+        let first = listed.first().filter(|_| rank != Some(0)).map(|c| {
+            ids.iter()
+                .find(|(_, id)| **id == c.id)
+                .map(|(k, _)| k.clone())
+                .unwrap_or_else(|| c.text.clone())
+        });
         requests.push(RequestOutcome {
             key: key.clone(),
             in_block,
             rank: rank.map(|r| r + 1),
+            first,
         });
     }
     let n = set.queries.len();

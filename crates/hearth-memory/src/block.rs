@@ -354,7 +354,7 @@ impl Memories {
             }
             Ok((found.into_values().collect::<Vec<_>>(), people))
         })?;
-        let fusion = Fusion::current();
+        let fusion = super::rank::fusion_for(query);
         let best_bm25 = ranked.iter().filter_map(|c| c.bm25).fold(0.0_f64, f64::max);
         let subject = Subject::of_query_with(query, people);
         for c in &mut ranked {
@@ -740,7 +740,8 @@ impl MemorySource for MemoryBlockSource {
         {
             tracing::warn!(error = %err, "could not embed new memories");
         }
-        let vector = embedder.as_ref().and_then(|e| match e.embed_query(message) {
+        let said = super::phrasing::as_memories_say(message);
+        let vector = embedder.as_ref().and_then(|e| match e.embed_query(&said) {
             Ok(v) => Some((e.model_id().to_owned(), v)),
             Err(err) => {
                 tracing::warn!(error = %err, "no query embedding; memory search is keyword-only");

@@ -646,7 +646,24 @@ const LASTING: &[&str] = &[
     "given",
     "prescribed",
     "married",
+    // Irregular participles: "was stolen", "was broken" are events, not former states.
+    "stolen",
+    "broken",
+    "taken",
+    "bitten",
+    "hit",
+    "hurt",
+    "made",
+    "sent",
+    "written",
+    "chosen",
+    "known",
+    "paid",
+    "left",
 ];
+
+/// Words that say the statement is about the present ("… so they now use two locks").
+const NOW: &[&str] = &["now", "still", "currently", "nowadays"];
 
 /// Whether a fact's own words say it stopped being true: "used to", "formerly", a
 /// past-tense state that ran "until" a date or "for" a stretch of time, "was <someone>".
@@ -667,6 +684,9 @@ fn says_it_ended(text: &str) -> bool {
         return false;
     };
     let after = &w[v + 1..];
+    if after.iter().any(|x| NOW.contains(&x.as_str())) {
+        return false;
+    }
     if w[v] == "was" || w[v] == "were" {
         return match after.first() {
             Some(next) => !LASTING.contains(&next.as_str()) && !next.ends_with("ed"),
@@ -783,6 +803,9 @@ mod tests {
             "User was born in Utrecht.",
             "User is in Porto until Friday.",
             "User has been head of operations at Lumen since January 2026.",
+            "User's e-bike was stolen once, so they now use two locks.",
+            "User's laptop was broken in the move.",
+            "User had knee surgery in 2024 and still avoids running downhill.",
         ] {
             assert!(!has(text, Facets::PAST), "{text}");
         }

@@ -27,6 +27,7 @@ pub mod distractors;
 pub mod facets;
 
 pub mod people;
+pub mod phrasing;
 pub mod proposals;
 pub mod rank;
 pub mod safety;

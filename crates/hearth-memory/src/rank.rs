@@ -294,6 +294,34 @@ impl Subject {
     }
 }
 
+/// The vector side's weight in hybrid memory search for a request in the user's own words
+/// ("How often should I brush my dog?"; [`crate::phrasing::speaks_as_user`]): such requests
+/// say what they need the way a person does, not the way the memory is written ("User has
+/// a border collie"), so meaning counts more than shared words. A question about others
+/// ("When did Caroline go to the support group?") keeps [`VECTOR_WEIGHT`], where words are
+/// the evidence. Chosen on the profile sets at 400 others: see
+/// docs/decisions/0025-memory-at-scale.md. `HEARTH_FIRST_PERSON_VECTOR_WEIGHT` overrides it.
+pub const FIRST_PERSON_VECTOR_WEIGHT: f64 = 2.0;
+
+/// The fusion for `request`: [`Fusion::current`], with the vector side weighted
+/// [`FIRST_PERSON_VECTOR_WEIGHT`] when the request speaks as the user (RRF only).
+pub fn fusion_for(request: &str) -> Fusion {
+    static W: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let fusion = Fusion::current();
+    match fusion {
+        Fusion::Rrf { .. } if crate::phrasing::speaks_as_user(request) => Fusion::Rrf {
+            vector_weight: *W.get_or_init(|| {
+                experiment(
+                    "HEARTH_FIRST_PERSON_VECTOR_WEIGHT",
+                    |w: &f64| w.is_finite() && (0.0..=100.0).contains(w),
+                    FIRST_PERSON_VECTOR_WEIGHT,
+                )
+            }),
+        },
+        other => other,
+    }
+}
+
 /// How many candidates each side offers the block (the union is up to twice this).
 /// Among 10,000 memories mostly about other people, 50 a side were all theirs.
 /// `HEARTH_BLOCK_POOL` overrides it for experiments.

@@ -362,7 +362,7 @@ impl Hearth {
                         "could not embed new memories for a search"
                     );
                 }
-                e.embed_query(query)
+                e.embed_query(&crate::memory::phrasing::as_memories_say(query))
                     .ok()
                     .map(|v| (e.model_id().to_owned(), v))
             }
