@@ -49,6 +49,7 @@ engine_modules!(
     models,
     pricing,
     providers,
+    route,
     tools,
 );
 
