@@ -68,6 +68,10 @@ pub enum Command {
         /// destructive call, nor a write after untrusted text entered the turn.
         #[arg(long, conflicts_with = "no_tools")]
         allow_writes: bool,
+        /// Which model answers: `fast` (the fast slot), `strong` (the main model) or `auto`
+        /// (the router's rules, unless routing is off).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "fast", "strong"])]
+        tier: String,
         /// Your message.
         #[arg(required_unless_present = "regenerate")]
         message: Option<String>,
@@ -274,6 +278,17 @@ pub enum ProvidersCommand {
         /// Never use a fallback model.
         #[arg(long)]
         no_fallback: bool,
+    },
+    /// Show or set whether the router picks the fast or the main model for each message
+    /// (on by default; it matters only when the fast slot holds a different model).
+    Routing {
+        /// Let the router choose by its rules.
+        #[arg(long, conflicts_with = "off")]
+        on: bool,
+        /// The main model answers every message (a message can still ask for
+        /// `hearth chat --tier fast`).
+        #[arg(long)]
+        off: bool,
     },
     /// Remove a provider and its stored key.
     Remove {

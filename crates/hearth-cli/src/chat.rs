@@ -25,6 +25,7 @@ pub struct Turn {
     pub no_wait: bool,
     pub no_tools: bool,
     pub allow_writes: bool,
+    pub tier: hearth_core::TierChoice,
     pub message: String,
 }
 
@@ -40,6 +41,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         no_wait,
         no_tools,
         allow_writes,
+        tier,
         message,
     } = turn;
     let redo = match (regenerate, edit) {
@@ -77,6 +79,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                     ..ToolSettings::new(Some(std::sync::Arc::new(crate::tools::TtyConsent)))
                 }
             },
+            tier,
         };
         // The engine checks the turn (an empty message is refused) and picks its models.
         let turn = hearth.turn(options, &choice)?;
@@ -113,6 +116,17 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 outcome.model
             );
         }
+        // Which model answered and why, when there was a choice to make.
+        if let Some(route) = &outcome.route
+            && route.reason != hearth_core::RouteReason::NoFastModel
+            && !json
+        {
+            eprintln!(
+                "answered by {}: {}",
+                hearth_core::display::prose(&outcome.model),
+                route.describe()
+            );
+        }
         if let Some(id) = &outcome.conversation {
             eprintln!("conversation: {id}");
         }
@@ -142,6 +156,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "provider": outcome.provider,
                 "model": outcome.model,
                 "fallback_from": outcome.fallback_from,
+                "route": outcome.route,
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,

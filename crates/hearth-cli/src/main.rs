@@ -93,6 +93,7 @@ fn main() -> ExitCode {
             no_wait,
             no_tools,
             allow_writes,
+            tier,
             message,
         } => match chat::chat(
             &out,
@@ -106,6 +107,7 @@ fn main() -> ExitCode {
                 no_wait,
                 no_tools,
                 allow_writes,
+                tier: hearth_core::TierChoice::parse(&tier).unwrap_or_default(),
                 message: message.unwrap_or_default(),
             },
         ) {

@@ -172,6 +172,25 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                 );
             }
         }
+        ProvidersCommand::Routing { on, off } => {
+            let hearth = Hearth::open_oneshot(&open_options()?)?;
+            if on || off {
+                hearth.set_routing(on)?;
+            }
+            let settings = hearth.routing()?;
+            if out.json {
+                out.print_json(&settings);
+            } else {
+                println!(
+                    "routing   {}",
+                    if settings.enabled {
+                        "on: the fast model answers what the rules find simple"
+                    } else {
+                        "off: the main model answers every message"
+                    }
+                );
+            }
+        }
         ProvidersCommand::Remove { name, yes } => {
             if !yes && !secrets::confirm(&format!("Remove provider {name} and its stored API key?"))
             {

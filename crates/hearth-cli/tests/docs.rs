@@ -14,6 +14,7 @@ const COMMANDS: &[&[&str]] = &[
     &["providers", "remove"],
     &["providers", "detect"],
     &["providers", "slots"],
+    &["providers", "routing"],
     &["memory"],
     &["memory", "list"],
     &["memory", "add"],

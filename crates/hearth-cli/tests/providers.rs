@@ -397,3 +397,88 @@ async fn regenerate_and_edit_replace_the_last_answer_and_a_failure_changes_nothi
     let out = output(home.cmd(&server, &["chat", "--regenerate", "--json"])).await;
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_says_why() {
+    let answer = |t: &'static str| stream(text_stream(&[t], Some((50, 5, 0))));
+    let server = LlmServer::start(vec![
+        answer("You're welcome."),
+        answer("Day one: the river."),
+        answer("Any time."),
+        answer("Glad to help."),
+        answer("Of course."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+
+    // On by default: thanks go to the fast model, a plan to the main one; each says why.
+    let (out, thanks) = run(&home, &server, &["chat", "Thanks!"]).await;
+    assert!(out.status.success(), "{thanks}");
+    assert_eq!(thanks["model"], "small-model", "{thanks}");
+    assert_eq!(
+        thanks["route"],
+        serde_json::json!({"tier": "fast", "reason": "chit_chat", "escalated_from": null})
+    );
+    let (out, plan) = run(
+        &home,
+        &server,
+        &["chat", "Plan a three-day trip to Porto with a toddler."],
+    )
+    .await;
+    assert!(out.status.success(), "{plan}");
+    assert_eq!(plan["model"], "big-model");
+    assert_eq!(plan["route"]["tier"], "strong");
+    assert_eq!(plan["route"]["reason"], "hard_task");
+
+    // The user's choice for one message wins over the rules.
+    let (_, forced) = run(&home, &server, &["chat", "--tier", "strong", "Thanks!"]).await;
+    assert_eq!(forced["model"], "big-model", "{forced}");
+    assert_eq!(forced["route"]["reason"], "chosen");
+
+    // The route is kept with the answer.
+    let id = thanks["conversation"].as_str().expect("conversation");
+    let (_, shown) = run(&home, &server, &["conversations", "show", id]).await;
+    assert_eq!(shown[1]["turn"]["route"]["tier"], "fast", "{shown}");
+    assert_eq!(shown[1]["turn"]["model"], "small-model");
+
+    // Routing off: the main model answers everything, and says so.
+    let (out, off) = run(&home, &server, &["providers", "routing", "--off"]).await;
+    assert!(out.status.success());
+    assert_eq!(off, serde_json::json!({"enabled": false}));
+    let (_, thanks_off) = run(&home, &server, &["chat", "Thanks!"]).await;
+    assert_eq!(thanks_off["model"], "big-model", "{thanks_off}");
+    assert_eq!(thanks_off["route"]["reason"], "routing_off");
+
+    // In text, which model answered and why is on stderr.
+    let (out, on) = run(&home, &server, &["providers", "routing", "--on"]).await;
+    assert!(out.status.success());
+    assert_eq!(on["enabled"], true);
+    let out = with_stdin(&home, &server, &["chat", "Thanks a lot"], "file", "").await;
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("answered by small-model: fast — conversation"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let models: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "small-model",
+            "big-model",
+            "big-model",
+            "big-model",
+            "small-model"
+        ]
+    );
+}

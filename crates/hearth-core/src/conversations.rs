@@ -504,4 +504,7 @@ pub struct TurnInfo {
     /// stored before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// Which tier answered and why; absent in answers stored before routing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<crate::route::Route>,
 }

@@ -130,6 +130,7 @@ pub use memory::{
 pub use models::{ModelEdit, ModelInfo};
 pub use paths::{default_data_dir, export_dir, fallback_webview_dir};
 pub use providers::{NewProvider, Preset, ProviderConfig, Slot, SlotChoices};
+pub use route::{Reason as RouteReason, Route, RoutingSettings, Tier, TierChoice};
 pub use store::jobs::{JobCounts, JobId};
 pub use store::key::{KeyBackend, RecoveryKey};
 pub use store::{OpenOptions, PASSPHRASE_ENV, Passphrase};

@@ -10,10 +10,10 @@
 //! (`tests/data/routing/requests.tsv`, written before these rules) holds the floors: at
 //! most 10 % of strong-labelled requests go fast, at least 60 % of fast-labelled ones do.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A tier of models.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// The cheap, quick model (the fast slot).
@@ -41,7 +41,7 @@ impl Tier {
 }
 
 /// Why the router chose a tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// The user chose the tier for this message.
@@ -64,6 +64,8 @@ pub enum Reason {
     ShortLookup,
     /// Nothing marked it as simple: the safe default.
     NotSimple,
+    /// The user asked for another answer (Regenerate).
+    AskedAgain,
 }
 
 impl Reason {
@@ -80,6 +82,7 @@ impl Reason {
             Reason::ChitChat => "conversation",
             Reason::ShortLookup => "a short lookup",
             Reason::NotSimple => "nothing marked it as simple",
+            Reason::AskedAgain => "you asked for another answer",
         }
     }
 }
@@ -96,7 +99,7 @@ pub struct Request<'a> {
 }
 
 /// A routing decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub tier: Tier,
     pub reason: Reason,
@@ -108,6 +111,86 @@ impl Decision {
         format!("{} — {}", self.tier.as_str(), self.reason.describe())
     }
 }
+
+/// The user's choice of tier for one message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TierChoice {
+    /// The router decides.
+    #[default]
+    Auto,
+    Fast,
+    Strong,
+}
+
+impl TierChoice {
+    /// `auto`, `fast` or `strong`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(Self::Auto),
+            "fast" => Some(Self::Fast),
+            "strong" => Some(Self::Strong),
+            _ => None,
+        }
+    }
+}
+
+/// Which model answered and why, stored with the answer and shown on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    pub tier: Tier,
+    pub reason: Reason,
+    /// The model whose answer a cascade replaced (none yet: cascades come next).
+    #[serde(default)]
+    pub escalated_from: Option<String>,
+}
+
+impl Route {
+    /// "fast — a short lookup".
+    pub fn describe(&self) -> String {
+        Decision {
+            tier: self.tier,
+            reason: self.reason,
+        }
+        .describe()
+    }
+}
+
+/// Whether the router runs (Settings; `hearth providers routing`). On unless turned off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutingSettings {
+    pub enabled: bool,
+}
+
+impl Default for RoutingSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// The settings key of [`RoutingSettings`].
+pub const ROUTING_SETTING: &str = "routing";
+
+/// The decision for a message: the user's choice when they made one, else the rules
+/// when routing is on and a fast model distinct from the main one is set.
+pub fn decide(
+    choice: TierChoice,
+    request: Request<'_>,
+    enabled: bool,
+    fast_distinct: bool,
+) -> Decision {
+    let decision = |tier, reason| Decision { tier, reason };
+    match choice {
+        TierChoice::Strong => decision(Tier::Strong, Reason::Chosen),
+        TierChoice::Fast if fast_distinct => decision(Tier::Fast, Reason::Chosen),
+        TierChoice::Fast => decision(Tier::Strong, Reason::NoFastModel),
+        TierChoice::Auto if !enabled => decision(Tier::Strong, Reason::RoutingOff),
+        TierChoice::Auto => route(request, fast_distinct),
+    }
+}
+
+/// The passage budget of the look for passages a fast-routed message makes.
+pub const PASSAGE_PROBE_TOKENS: u32 = 2_000;
 
 /// Words over which a message counts as long input (~2,000 tokens of pasted text).
 pub const LONG_WORDS: usize = 1_500;

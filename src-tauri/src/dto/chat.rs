@@ -170,8 +170,34 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
             fallback_from: t.fallback_from,
             tools_left_out: t.tools_left_out,
             stop_reason: t.stop_reason,
+            route: t
+                .route
+                .filter(|r| r.reason != hearth_core::RouteReason::NoFastModel)
+                .map(RouteDto::from),
         }
     }
+}
+
+impl From<hearth_core::Route> for RouteDto {
+    fn from(r: hearth_core::Route) -> Self {
+        Self {
+            tier: r.tier.as_str().to_owned(),
+            text: r.describe(),
+            escalated_from: r.escalated_from,
+        }
+    }
+}
+
+/// Which model tier answered and why (shown under the answer).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RouteDto {
+    /// `fast` or `strong`.
+    pub tier: String,
+    /// The tier and the reason in words: "fast — a short lookup".
+    pub text: String,
+    /// The model whose answer a cascade replaced.
+    pub escalated_from: Option<String>,
 }
 
 /// What one answer cost and what its prompt held.
@@ -196,6 +222,9 @@ pub struct TurnInfoDto {
     /// Why the run ended: `answer`, `cap`, `cancelled` or `timeout` (`null` for answers
     /// stored before it was kept).
     pub stop_reason: Option<String>,
+    /// Which tier answered and why; `null` when there was no choice (one model) or for
+    /// answers from before routing.
+    pub route: Option<RouteDto>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.

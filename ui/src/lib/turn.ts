@@ -30,7 +30,7 @@ export function compactTokens(n: number): string {
 /** The parts of the usage line under an answer, e.g. ["llama3.2", "52 in", "18 out", "free (local)"]. */
 export function usageParts(turn: TurnInfoDto): string[] {
   const parts: string[] = [];
-  if (turn.model) parts.push(turn.model);
+  if (turn.model) parts.push(turn.route ? `${turn.model} (${turn.route.text})` : turn.model);
   parts.push(`${tokens(turn.input_tokens)} tokens in`, `${tokens(turn.output_tokens)} out`);
   if (turn.cached_input_tokens > 0) parts.push(`${tokens(turn.cached_input_tokens)} cached`);
   parts.push(formatCost(turn.cost_usd));

@@ -158,6 +158,7 @@ function toolConversation(now: number): StoredConversation {
         fallback_from: null,
         tools_left_out: [],
         stop_reason: 'answer',
+        route: null,
       },
       tool_calls: structuredClone(DRAFTS_CALLS),
     },
@@ -175,6 +176,7 @@ function toolConversation(now: number): StoredConversation {
         fallback_from: null,
         tools_left_out: [...TODO_LEFT_OUT],
         stop_reason: 'answer',
+        route: null,
       },
       tool_calls: structuredClone(TODO_CALLS),
     },
@@ -202,6 +204,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         fallback_from: null,
         tools_left_out: [],
         stop_reason: 'answer',
+        route: null,
       },
     },
   ];
@@ -229,6 +232,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           fallback_from: null,
           tools_left_out: [],
           stop_reason: 'answer',
+          route: null,
         },
       },
     ];
@@ -247,6 +251,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           fallback_from: null,
           tools_left_out: [],
           stop_reason: 'answer',
+          route: null,
         },
       },
     ];
@@ -348,6 +353,7 @@ export function createChatMock(options: {
       fallback_from: null,
       tools_left_out: [],
       stop_reason: 'answer',
+      route: null,
     };
   }
 

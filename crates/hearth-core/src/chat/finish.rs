@@ -84,6 +84,7 @@ pub(super) fn finish(
         stop_reason: serde_json::to_value(stop_reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned)),
+        route: ctx.route.clone(),
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -164,5 +165,6 @@ pub(super) fn finish(
         provider: info.provider,
         model: info.model,
         fallback_from: info.fallback_from,
+        route: info.route,
     })
 }

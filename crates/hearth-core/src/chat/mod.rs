@@ -70,6 +70,8 @@ pub struct ChatOptions {
     pub redo: Redo,
     /// The tools offered and how consent is asked (default: none offered).
     pub tools: crate::tools::gate::ToolSettings,
+    /// The tier the user chose for this message (default: the router decides).
+    pub tier: crate::route::TierChoice,
 }
 
 /// What a turn tells its front end as it goes.
@@ -124,6 +126,8 @@ pub struct TurnOutcome {
     pub model: String,
     /// Set when the enabled fallback answered because the main model failed.
     pub fallback_from: Option<String>,
+    /// Which tier answered and why (`None` only for a turn run without the façade).
+    pub route: Option<crate::route::Route>,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.
@@ -148,6 +152,8 @@ pub(crate) struct TurnContext<'a> {
     /// The liveness id stamped on the answer (a dead owner's answer becomes interrupted).
     pub owner: Option<&'a str>,
     pub cancel: &'a CancellationToken,
+    /// Which tier the façade routed this turn to, and why.
+    pub route: Option<crate::route::Route>,
 }
 
 /// Runs one turn through the stages; `on_event` hears each piece of the answer and each

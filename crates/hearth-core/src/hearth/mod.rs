@@ -355,6 +355,95 @@ impl Hearth {
         ConversationService::new(self.clone())
     }
 
+    /// Whether the router runs (on unless the user turned it off).
+    pub fn routing(&self) -> Result<crate::route::RoutingSettings> {
+        Ok(self
+            .inner
+            .store
+            .setting(crate::route::ROUTING_SETTING)?
+            .unwrap_or_default())
+    }
+
+    /// Turns the router on or off.
+    pub fn set_routing(&self, enabled: bool) -> Result<()> {
+        self.inner.store.set_setting(
+            crate::route::ROUTING_SETTING,
+            &crate::route::RoutingSettings { enabled },
+        )
+    }
+
+    /// The route of a turn and, when the fast model answers, the slots with it as the main
+    /// one (its window, encoding and compaction then apply to the whole turn).
+    async fn route_turn(
+        &self,
+        models: &ModelSlots,
+        options: &ChatOptions,
+        sources: &crate::chat::Sources,
+    ) -> Result<(crate::route::Route, Option<ModelSlots>)> {
+        use crate::route::{Reason, Request, Route, Tier, TierChoice};
+        let fast_distinct = models.fast.provider.name != models.main.provider.name
+            || models.fast.provider.base_url != models.main.provider.base_url
+            || models.fast.model != models.main.model;
+        let enabled = self.routing()?.enabled;
+        let mut decision = if options.redo == crate::chat::Redo::Regenerate
+            && options.tier == TierChoice::Auto
+            && enabled
+            && fast_distinct
+        {
+            // Asked again for a better answer: the strong model gives it.
+            crate::route::Decision {
+                tier: Tier::Strong,
+                reason: Reason::AskedAgain,
+            }
+        } else {
+            crate::route::decide(
+                options.tier,
+                Request {
+                    message: &options.message,
+                    passages: 0,
+                    attachments: 0,
+                },
+                enabled,
+                fast_distinct,
+            )
+        };
+        // A message the rules send fast still goes strong when it brings passages from the
+        // user's files (retrieval is asked only for such short messages).
+        if decision.tier == Tier::Fast
+            && options.tier == TierChoice::Auto
+            && let Some(retrieval) = sources.retrieval.clone()
+        {
+            let message = options.message.clone();
+            let found = tokio::task::spawn_blocking(move || {
+                retrieval.retrieve(&message, crate::route::PASSAGE_PROBE_TOKENS)
+            })
+            .await
+            .map_err(|e| Error::Task(e.to_string()))?;
+            match found {
+                Ok(p) if !p.is_empty() => {
+                    decision = crate::route::Decision {
+                        tier: Tier::Strong,
+                        reason: Reason::ReadsFiles,
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(code = e.code(), "could not look for passages to route"),
+            }
+        }
+        let route = Route {
+            tier: decision.tier,
+            reason: decision.reason,
+            escalated_from: None,
+        };
+        tracing::info!(tier = route.tier.as_str(), reason = ?route.reason, "routed");
+        let routed = (decision.tier == Tier::Fast).then(|| ModelSlots {
+            main: models.fast.clone(),
+            fast: models.fast.clone(),
+            fallback: models.fallback.clone(),
+        });
+        Ok((route, routed))
+    }
+
     /// Runs one chat turn, calling `on_event` with each piece of the answer as it streams
     /// and with each tool call as it starts and ends.
     /// Cancelling `cancel` stops the answer and keeps what arrived, marked as stopped.
@@ -372,6 +461,9 @@ impl Hearth {
             .lock()
             .map(|s| s.clone())
             .unwrap_or_default();
+        // Which tier answers: the user's choice, else the router's rules (one place).
+        let (route, routed) = self.route_turn(models, &options, &sources).await?;
+        let models = routed.as_ref().unwrap_or(models);
         let ctx = crate::chat::TurnContext {
             store: &self.inner.store,
             client: &self.inner.llm,
@@ -379,6 +471,7 @@ impl Hearth {
             sources: &sources,
             owner: self.inner.liveness.as_ref().map(|l| l.id.as_str()),
             cancel,
+            route: Some(route),
         };
         let mut options = options;
         let mut unavailable = Vec::new();
