@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The engine's own modules.
     ("display", 0),
     ("pricing", 1),
+    ("route", 1),
     ("models", 2),
     ("context", 2),
     ("conversations", 2),
