@@ -482,3 +482,52 @@ async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_say
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_routed_fast_strong_fast_keep_each_models_prompt_prefix_byte_identical() {
+    let answer = |t: &'static str| stream(text_stream(&[t], Some((50, 5, 0))));
+    let server = LlmServer::start(vec![
+        answer("You're welcome."),
+        answer("Day one: the river."),
+        answer("Any time."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let (_, first) = run(&home, &server, &["chat", "Thanks!"]).await;
+    let id = first["conversation"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
+    for message in [
+        "Plan a three-day trip to Porto with a toddler.",
+        "Thanks again!",
+    ] {
+        let (out, v) = run(&home, &server, &["chat", "--conversation", &id, message]).await;
+        assert!(out.status.success(), "{v}");
+    }
+    let seen = server.seen();
+    let models: Vec<&str> = seen
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(models, ["small-model", "big-model", "small-model"]);
+    // Everything the fast model read on the first turn leads its request on the third,
+    // byte for byte (the provider's prefix cache keeps it), tools included.
+    let bytes = |v: &Value| serde_json::to_string(v).expect("json");
+    let (one, three) = (&seen[0].body, &seen[2].body);
+    let first_messages = one["messages"].as_array().expect("messages");
+    let third_messages = three["messages"].as_array().expect("messages");
+    assert!(third_messages.len() > first_messages.len());
+    for (i, m) in first_messages.iter().enumerate() {
+        assert_eq!(bytes(m), bytes(&third_messages[i]), "message {i} changed");
+    }
+    assert_eq!(
+        bytes(&one["tools"]),
+        bytes(&three["tools"]),
+        "the tools array changed"
+    );
+}
