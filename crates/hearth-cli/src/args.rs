@@ -76,6 +76,16 @@ pub enum Command {
         #[arg(required_unless_present = "regenerate")]
         message: Option<String>,
     },
+    /// What model calls cost: tokens, USD, cache reads and latency from the usage ledger,
+    /// by model, slot or local day.
+    Usage {
+        /// Count from local midnight of this day (YYYY-MM-DD); default: everything.
+        #[arg(long)]
+        since: Option<String>,
+        /// Group by `model`, `slot` (main, fast, fallback) or `day` (local days).
+        #[arg(long, default_value = "model", value_parser = ["model", "slot", "day"])]
+        by: String,
+    },
     /// Configure model providers (keys go to the system keyring).
     Providers {
         #[command(subcommand)]

@@ -122,6 +122,7 @@ fn main() -> ExitCode {
             ConversationsCommand::Rename { id, title } => chat::rename(&out, &id, &title),
             ConversationsCommand::Delete { id, yes } => chat::delete(&out, &id, yes),
         },
+        Command::Usage { since, by } => providers::usage(&out, since.as_deref(), &by),
         Command::Providers { command } => providers::run(&out, command),
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),

@@ -259,3 +259,46 @@ pub fn models(out: &Out, command: ModelsCommand) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// `hearth usage`: the ledger, grouped, with its total.
+pub fn usage(out: &Out, since: Option<&str>, by: &str) -> Result<(), Failure> {
+    let group = hearth_core::UsageGroup::parse(by)
+        .ok_or_else(|| Failure::new("invalid_input", format!("--by {by}: model, slot or day")))?;
+    let report = Hearth::open_oneshot(&open_options()?)?.usage(since, group)?;
+    if out.json {
+        out.print_json(&report);
+        return Ok(());
+    }
+    let cost = |r: &hearth_core::UsageRow| {
+        let known = format!("${:.4}", r.cost_usd);
+        if r.calls_without_price > 0 {
+            format!(
+                "{known} + {} call(s) of unknown price",
+                r.calls_without_price
+            )
+        } else {
+            known
+        }
+    };
+    let latency = |r: &hearth_core::UsageRow| match (r.latency_ms_p50, r.latency_ms_p95) {
+        (Some(a), Some(b)) => format!("{a}/{b} ms"),
+        _ => "-".to_owned(),
+    };
+    println!(
+        "{:<32} {:>6} {:>10} {:>10} {:>10}  {:<14} cost",
+        by, "calls", "in", "out", "cached", "p50/p95"
+    );
+    for r in report.rows.iter().chain(std::iter::once(&report.total)) {
+        println!(
+            "{:<32} {:>6} {:>10} {:>10} {:>10}  {:<14} {}",
+            hearth_core::display::prose(&r.key),
+            r.calls,
+            r.input_tokens,
+            r.output_tokens,
+            r.cached_input_tokens,
+            latency(r),
+            cost(r)
+        );
+    }
+    Ok(())
+}

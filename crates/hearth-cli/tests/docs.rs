@@ -15,6 +15,7 @@ const COMMANDS: &[&[&str]] = &[
     &["providers", "detect"],
     &["providers", "slots"],
     &["providers", "routing"],
+    &["usage"],
     &["memory"],
     &["memory", "list"],
     &["memory", "add"],

@@ -531,3 +531,118 @@ async fn turns_routed_fast_strong_fast_keep_each_models_prompt_prefix_byte_ident
         "the tools array changed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hearth_usage_agrees_with_the_ledger_and_never_counts_an_unknown_price_as_zero() {
+    let server = LlmServer::start(vec![
+        stream(text_stream(&["One."], Some((20, 3, 0)))),
+        stream(text_stream(&["Two."], Some((40, 4, 16)))),
+        stream(text_stream(&["Three."], Some((10, 2, 0)))),
+    ])
+    .await;
+    let home = Home::new();
+    // The user's price applies even on this local server ($1 / $2 per million tokens).
+    let out = output(home.cmd(
+        &server,
+        &[
+            "models",
+            "set",
+            "gpt-4o-mini",
+            "--input-price",
+            "1",
+            "--output-price",
+            "2",
+        ],
+    ))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for message in ["first", "second", "third"] {
+        let out = output(home.cmd(&server, &["chat", message])).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A hosted model no price table knows: its ledger row has no cost.
+    home.store()
+        .write_blocking(|c| {
+            c.execute(
+                "UPDATE usage_ledger SET model = 'mystery-model-9', cost_usd = NULL
+                  WHERE id = (SELECT max(id) FROM usage_ledger)",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("a row of unknown price");
+
+    let usage = |args: &[&str]| {
+        let mut all = vec!["usage"];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let cmd = home.cmd(&server, &all);
+        async move {
+            let out = output(cmd).await;
+            (
+                out.status.code(),
+                serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (code, by_model) = usage(&[]).await;
+    assert_eq!(code, Some(0), "{by_model}");
+    let (ledger_cost, ledger_calls): (f64, i64) = home
+        .store()
+        .read_blocking(|c| {
+            c.query_row(
+                "SELECT coalesce(sum(cost_usd), 0), count(*) FROM usage_ledger",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+        .expect("ledger");
+    assert_eq!(ledger_calls, 3);
+    let total = &by_model["total"];
+    assert_eq!(total["calls"], 3, "{by_model}");
+    assert_eq!(total["input_tokens"], 70);
+    assert_eq!(total["output_tokens"], 9);
+    assert_eq!(total["cached_input_tokens"], 16);
+    assert_eq!(total["calls_without_price"], 1, "{by_model}");
+    let cost = total["cost_usd"].as_f64().expect("cost");
+    assert!(
+        cost > 0.0 && (cost - ledger_cost).abs() < 1e-12,
+        "{cost} vs {ledger_cost}"
+    );
+    let rows = by_model["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{by_model}");
+    let known = rows
+        .iter()
+        .find(|r| {
+            r["key"]
+                .as_str()
+                .is_some_and(|k| k.ends_with("/gpt-4o-mini"))
+        })
+        .expect("the priced model");
+    assert_eq!(known["calls"], 2);
+    assert_eq!(known["calls_without_price"], 0);
+    assert!(known["latency_ms_p50"].is_u64() && known["latency_ms_p95"].is_u64());
+
+    // Days are local days; a later day has nothing yet; a day that does not exist is refused.
+    let today: String = home
+        .store()
+        .read_blocking(|c| c.query_row("SELECT date('now', 'localtime')", [], |r| r.get(0)))
+        .expect("today");
+    let (_, by_day) = usage(&["--by", "day", "--since", &today]).await;
+    assert_eq!(by_day["rows"][0]["key"], today.as_str(), "{by_day}");
+    assert_eq!(by_day["total"]["calls"], 3);
+    let (_, later) = usage(&["--since", "2999-01-01"]).await;
+    assert_eq!(later["total"]["calls"], 0, "{later}");
+    assert_eq!(later["rows"], serde_json::json!([]));
+    let (code, bad) = usage(&["--since", "2026-13-45"]).await;
+    assert_eq!(code, Some(1), "{bad}");
+    assert_eq!(bad["error"]["code"], "invalid_input");
+}

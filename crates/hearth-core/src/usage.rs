@@ -67,3 +67,184 @@ pub(crate) fn record(store: &Store, models: &ModelTable, call: Call<'_>) -> Resu
         Ok(())
     })
 }
+
+/// How a usage report groups the ledger's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageGroup {
+    /// By `provider/model`.
+    Model,
+    /// By slot (`main`, `fast`, `fallback`).
+    Slot,
+    /// By local calendar day (days end at local midnight).
+    Day,
+}
+
+impl UsageGroup {
+    /// `model`, `slot` or `day`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "model" => Some(Self::Model),
+            "slot" => Some(Self::Slot),
+            "day" => Some(Self::Day),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::Slot => "slot",
+            Self::Day => "day",
+        }
+    }
+}
+
+/// The ledger's calls of one group, summed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct UsageRow {
+    /// The model (`provider/model`), the slot, or the local day (`2026-12-07`); `total`
+    /// for the sum of all.
+    pub key: String,
+    pub calls: u64,
+    /// Calls that failed (any outcome but `ok`, `stopped` and `empty`).
+    pub failed_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// USD of the calls whose price is known.
+    pub cost_usd: f64,
+    /// Calls whose model has no known price: their cost is unknown, never counted as 0.
+    pub calls_without_price: u64,
+    /// Latency of the calls, median and 95th percentile (ms); `None` without calls.
+    pub latency_ms_p50: Option<u64>,
+    pub latency_ms_p95: Option<u64>,
+}
+
+/// What `hearth usage` prints: the calls since a local day, grouped, and their total.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct UsageReport {
+    /// The first local day counted (`None`: the whole ledger).
+    pub since: Option<String>,
+    pub by: &'static str,
+    pub rows: Vec<UsageRow>,
+    pub total: UsageRow,
+}
+
+/// The ledger since local midnight of `since` (`YYYY-MM-DD`), grouped `by`.
+pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Result<UsageReport> {
+    let since = since.map(str::to_owned);
+    if let Some(day) = &since {
+        let valid = day.len() == 10
+            && day.chars().enumerate().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    c == '-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
+        if !valid {
+            return Err(crate::Error::InvalidInput(format!(
+                "{day:?} is not a date like 2026-12-01"
+            )));
+        }
+    }
+    let key = match by {
+        UsageGroup::Model => "provider || '/' || model",
+        UsageGroup::Slot => "slot",
+        UsageGroup::Day => "date(created_at / 1000, 'unixepoch', 'localtime')",
+    };
+    let since_for_query = since.clone();
+    type Line = (String, i64, i64, i64, i64, i64, Option<f64>, String);
+    let (from, lines): (Option<i64>, Vec<Line>) = store.read_blocking(move |c| {
+        // Local midnight of the day, as SQLite's C library knows the local time zone
+        // (`NULL` for a day that does not exist, e.g. 2026-13-45).
+        let from: Option<i64> = match &since_for_query {
+            Some(day) => c.query_row(
+                "SELECT CAST(strftime('%s', ?1, 'utc') AS INTEGER) * 1000",
+                [day],
+                |r| r.get(0),
+            )?,
+            None => None,
+        };
+        if since_for_query.is_some() && from.is_none() {
+            return Ok((None, Vec::new()));
+        }
+        let mut stmt = c.prepare(&format!(
+            "SELECT {key}, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
+                    latency_ms, cost_usd, outcome
+               FROM usage_ledger WHERE created_at >= ?1 ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([from.unwrap_or(i64::MIN)], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })?;
+        Ok((from, rows.collect::<rusqlite::Result<Vec<Line>>>()?))
+    })?;
+    if let Some(day) = &since
+        && from.is_none()
+    {
+        return Err(crate::Error::InvalidInput(format!(
+            "{day:?} is not a date like 2026-12-01"
+        )));
+    }
+    let mut groups: std::collections::BTreeMap<String, (UsageRow, Vec<u64>)> =
+        std::collections::BTreeMap::new();
+    let mut all: (UsageRow, Vec<u64>) = (
+        UsageRow {
+            key: "total".into(),
+            ..UsageRow::default()
+        },
+        Vec::new(),
+    );
+    for (k, input, output, cached, written, latency, cost, outcome) in lines {
+        let group = groups.entry(k.clone()).or_insert_with(|| {
+            (
+                UsageRow {
+                    key: k,
+                    ..UsageRow::default()
+                },
+                Vec::new(),
+            )
+        });
+        for (row, latencies) in [&mut *group, &mut all] {
+            row.calls += 1;
+            row.failed_calls += u64::from(!matches!(outcome.as_str(), "ok" | "stopped" | "empty"));
+            row.input_tokens += input.max(0) as u64;
+            row.output_tokens += output.max(0) as u64;
+            row.cached_input_tokens += cached.max(0) as u64;
+            row.cache_write_tokens += written.max(0) as u64;
+            match cost {
+                Some(c) if c.is_finite() => row.cost_usd += c,
+                _ => row.calls_without_price += 1,
+            }
+            latencies.push(latency.max(0) as u64);
+        }
+    }
+    let finish = |(mut row, mut latencies): (UsageRow, Vec<u64>)| {
+        latencies.sort_unstable();
+        let at = |q: f64| {
+            (!latencies.is_empty()).then(|| {
+                let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+                latencies[i.min(latencies.len() - 1)]
+            })
+        };
+        row.latency_ms_p50 = at(0.5);
+        row.latency_ms_p95 = at(0.95);
+        row
+    };
+    Ok(UsageReport {
+        since,
+        by: by.as_str(),
+        rows: groups.into_values().map(finish).collect(),
+        total: finish(all),
+    })
+}

@@ -355,6 +355,16 @@ impl Hearth {
         ConversationService::new(self.clone())
     }
 
+    /// What the ledger says about spending since local midnight of `since` (`YYYY-MM-DD`;
+    /// `None`: all of it), grouped by model, slot or local day.
+    pub fn usage(
+        &self,
+        since: Option<&str>,
+        by: crate::usage::UsageGroup,
+    ) -> Result<crate::usage::UsageReport> {
+        crate::usage::report(&self.inner.store, since, by)
+    }
+
     /// Whether the router runs (on unless the user turned it off).
     pub fn routing(&self) -> Result<crate::route::RoutingSettings> {
         Ok(self
