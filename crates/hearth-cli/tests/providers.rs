@@ -398,22 +398,34 @@ async fn regenerate_and_edit_replace_the_last_answer_and_a_failure_changes_nothi
     assert_eq!(out.status.code(), Some(2));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_says_why() {
-    let answer = |t: &'static str| stream(text_stream(&[t], Some((50, 5, 0))));
-    let server = LlmServer::start(vec![
-        answer("You're welcome."),
-        answer("Day one: the river."),
-        answer("Any time."),
-        answer("Glad to help."),
-        answer("Of course."),
-    ])
+/// A scripted server answering `answers` in order, and a home whose provider on it has a
+/// main model (`big-model`) and a different fast one (`small-model`), so the router chooses.
+async fn two_model_provider(answers: &[&'static str]) -> (LlmServer, Home) {
+    let server = LlmServer::start(
+        answers
+            .iter()
+            .map(|t| stream(text_stream(&[t], Some((50, 5, 0)))))
+            .collect(),
+    )
     .await;
     let home = Home::new();
     let mut add = add_args("cloud", "custom", &server.base_url);
     add.extend(["--model", "big-model", "--fast-model", "small-model"]);
     let (out, v) = run(&home, &server, &add).await;
     assert!(out.status.success(), "{v}");
+    (server, home)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_says_why() {
+    let (server, home) = two_model_provider(&[
+        "You're welcome.",
+        "Day one: the river.",
+        "Any time.",
+        "Glad to help.",
+        "Of course.",
+    ])
+    .await;
 
     // On by default: thanks go to the fast model, a plan to the main one; each says why.
     let (out, thanks) = run(&home, &server, &["chat", "Thanks!"]).await;
@@ -485,18 +497,8 @@ async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_say
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_routed_fast_strong_fast_keep_each_models_prompt_prefix_byte_identical() {
-    let answer = |t: &'static str| stream(text_stream(&[t], Some((50, 5, 0))));
-    let server = LlmServer::start(vec![
-        answer("You're welcome."),
-        answer("Day one: the river."),
-        answer("Any time."),
-    ])
-    .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let (server, home) =
+        two_model_provider(&["You're welcome.", "Day one: the river.", "Any time."]).await;
     let (_, first) = run(&home, &server, &["chat", "Thanks!"]).await;
     let id = first["conversation"]
         .as_str()
