@@ -272,10 +272,7 @@ fn start_turn<R: Runtime>(
                             stop_reason: serde_json::to_value(done.stop_reason)
                                 .ok()
                                 .and_then(|v| v.as_str().map(str::to_owned)),
-                            route: done
-                                .route
-                                .filter(|r| r.reason != hearth_core::RouteReason::NoFastModel)
-                                .map(Into::into),
+                            route: done.route.filter(hearth_core::Route::shown).map(Into::into),
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),

@@ -118,7 +118,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         }
         // Which model answered and why, when there was a choice to make.
         if let Some(route) = &outcome.route
-            && route.reason != hearth_core::RouteReason::NoFastModel
+            && route.shown()
             && !json
         {
             eprintln!(

@@ -146,6 +146,12 @@ pub struct Route {
 }
 
 impl Route {
+    /// Whether an answer shows its route: only when there was a choice to make (with one
+    /// model, "strong — no fast model is set" would say nothing to the user).
+    pub fn shown(&self) -> bool {
+        self.reason != Reason::NoFastModel
+    }
+
     /// "fast — a short lookup".
     pub fn describe(&self) -> String {
         Decision {

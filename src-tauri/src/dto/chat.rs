@@ -172,7 +172,7 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
             stop_reason: t.stop_reason,
             route: t
                 .route
-                .filter(|r| r.reason != hearth_core::RouteReason::NoFastModel)
+                .filter(hearth_core::Route::shown)
                 .map(RouteDto::from),
         }
     }
