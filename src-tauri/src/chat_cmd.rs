@@ -9,9 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::args::*;
 use crate::dto::{
-    ChatDoneEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent, ChatToolEvent,
-    ChatToolStartedEvent, ConversationDto, ErrorDto, MessageDto, OpenConversationEvent,
-    SendResultDto, ToolCallDto, TurnInfoDto,
+    ChatDoneEvent, ChatEscalatingEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent,
+    ChatToolEvent, ChatToolStartedEvent, ConversationDto, ErrorDto, MessageDto,
+    OpenConversationEvent, SendResultDto, ToolCallDto, TurnInfoDto,
 };
 use crate::state::AppState;
 use hearth_core::TurnEvent;
@@ -226,6 +226,23 @@ fn start_turn<R: Runtime>(
                                 call: call.into(),
                             },
                         ),
+                        // Cascade: the streamed fast answer is set aside; the strong
+                        // model's text follows.
+                        TurnEvent::Escalating { from, to, reason } => emitter.emit_to(
+                            token_target.clone(),
+                            "chat_escalating",
+                            ChatEscalatingEvent {
+                                turn_id,
+                                from: from.to_owned(),
+                                to: to.to_owned(),
+                                text: hearth_core::Route {
+                                    tier: hearth_core::Tier::Strong,
+                                    reason,
+                                    escalated_from: None,
+                                }
+                                .describe(),
+                            },
+                        ),
                     };
                 })
                 .await
@@ -273,6 +290,7 @@ fn start_turn<R: Runtime>(
                                 .ok()
                                 .and_then(|v| v.as_str().map(str::to_owned)),
                             route: done.route.filter(hearth_core::Route::shown).map(Into::into),
+                            first_answer: done.first_answer,
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),

@@ -299,6 +299,14 @@ pub enum ProvidersCommand {
         /// `hearth chat --tier fast`).
         #[arg(long)]
         off: bool,
+        /// Cascade: check each answer the rules sent to the fast model (cut off, empty, a
+        /// refusal, not the JSON asked for, a tool call it could not form) and have the
+        /// main model answer again when a check fails — never after a write was asked for.
+        #[arg(long, conflicts_with = "no_cascade")]
+        cascade: bool,
+        /// Keep the fast model's answers as they are (the default).
+        #[arg(long)]
+        no_cascade: bool,
     },
     /// Remove a provider and its stored key.
     Remove {

@@ -85,8 +85,8 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         let turn = hearth.turn(options, &choice)?;
         let mut stdout = std::io::stdout();
         let outcome = turn
-            .run(&cancel, |event| {
-                if let (false, TurnEvent::Text(piece)) = (json, event) {
+            .run(&cancel, |event| match (json, event) {
+                (false, TurnEvent::Text(piece)) => {
                     // The model's words, never its escape sequences (`display::prose`
                     // escapes character by character, so a sequence split across pieces
                     // is caught too).
@@ -94,6 +94,23 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                     let _ = stdout.write_all(piece.as_bytes());
                     let _ = stdout.flush();
                 }
+                // Cascade: the fast answer above stays; the strong one follows it.
+                (false, TurnEvent::Escalating { from, to, reason }) => {
+                    let _ = stdout.write_all(b"\n");
+                    let _ = stdout.flush();
+                    let why = hearth_core::Route {
+                        tier: hearth_core::Tier::Strong,
+                        reason,
+                        escalated_from: None,
+                    }
+                    .describe();
+                    eprintln!(
+                        "note: {} answered; {why} — {} answers again:",
+                        hearth_core::display::prose(from),
+                        hearth_core::display::prose(to)
+                    );
+                }
+                _ => {}
             })
             .await;
         // MCP servers this chat started are stopped (the whole process group).
@@ -157,6 +174,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "model": outcome.model,
                 "fallback_from": outcome.fallback_from,
                 "route": outcome.route,
+                "first_answer": outcome.first_answer,
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,

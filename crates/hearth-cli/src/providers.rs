@@ -172,10 +172,22 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                 );
             }
         }
-        ProvidersCommand::Routing { on, off } => {
+        ProvidersCommand::Routing {
+            on,
+            off,
+            cascade,
+            no_cascade,
+        } => {
             let hearth = Hearth::open_oneshot(&open_options()?)?;
-            if on || off {
-                hearth.set_routing(on)?;
+            let mut settings = hearth.routing()?;
+            if on || off || cascade || no_cascade {
+                if on || off {
+                    settings.enabled = on;
+                }
+                if cascade || no_cascade {
+                    settings.cascade = cascade;
+                }
+                hearth.set_routing(settings)?;
             }
             let settings = hearth.routing()?;
             if out.json {
@@ -187,6 +199,14 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                         "on: the fast model answers what the rules find simple"
                     } else {
                         "off: the main model answers every message"
+                    }
+                );
+                println!(
+                    "cascade   {}",
+                    if settings.cascade {
+                        "on: a fast answer that fails a check is answered again by the main model"
+                    } else {
+                        "off"
                     }
                 );
             }

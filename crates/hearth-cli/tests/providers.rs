@@ -460,7 +460,7 @@ async fn the_router_sends_simple_messages_to_the_fast_model_and_every_answer_say
     // Routing off: the main model answers everything, and says so.
     let (out, off) = run(&home, &server, &["providers", "routing", "--off"]).await;
     assert!(out.status.success());
-    assert_eq!(off, serde_json::json!({"enabled": false}));
+    assert_eq!(off, serde_json::json!({"enabled": false, "cascade": false}));
     let (_, thanks_off) = run(&home, &server, &["chat", "Thanks!"]).await;
     assert_eq!(thanks_off["model"], "big-model", "{thanks_off}");
     assert_eq!(thanks_off["route"]["reason"], "routing_off");
@@ -647,4 +647,156 @@ async fn hearth_usage_agrees_with_the_ledger_and_never_counts_an_unknown_price_a
     let (code, bad) = usage(&["--since", "2026-13-45"]).await;
     assert_eq!(code, Some(1), "{bad}");
     assert_eq!(bad["error"]["code"], "invalid_input");
+}
+
+/// An OpenAI stream that stops at the length limit, as a model cut off mid-answer does.
+fn cut_off_stream(text: &str) -> Vec<String> {
+    vec![
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+            .to_string(),
+        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+            .to_string(),
+        serde_json::json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 64}})
+            .to_string(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cascade_escalates_each_failing_fast_answer_and_never_after_a_write_was_asked_for() {
+    let text = |t: &str| stream(text_stream(&[t], Some((50, 5, 0))));
+    let server = LlmServer::start(vec![
+        // Cut off → the main model answers again.
+        stream(cut_off_stream("Five miles is about")),
+        text("Five miles is 8.05 km."),
+        // A refusal.
+        text("I'm sorry, but I can't help with that."),
+        text("France won the 1998 World Cup."),
+        // Not the JSON asked for.
+        text("Red, green and blue."),
+        text("[\"red\", \"green\", \"blue\"]"),
+        // A good fast answer stands.
+        text("You're welcome."),
+        // A write asked for (refused: no one to ask), then an empty answer: no escalation.
+        stream(tool_call_stream(&[(
+            "w1",
+            "create_file",
+            r#"{"path": "note.txt", "content": "tea"}"#,
+        )])),
+        text(""),
+        // In text.
+        stream(cut_off_stream("Three miles is")),
+        text("Three miles is 4.83 km."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let (out, on) = run(&home, &server, &["providers", "routing", "--cascade"]).await;
+    assert!(out.status.success(), "{on}");
+    assert_eq!(on, serde_json::json!({"enabled": true, "cascade": true}));
+
+    for (message, reason, first, answer) in [
+        (
+            "Convert 5 miles to km.",
+            "escalated_cut_off",
+            "Five miles is about",
+            "Five miles is 8.05 km.",
+        ),
+        (
+            "Who won the 1998 World Cup?",
+            "escalated_refusal",
+            "I'm sorry, but I can't help with that.",
+            "France won the 1998 World Cup.",
+        ),
+        (
+            "List three colours as JSON.",
+            "escalated_invalid_json",
+            "Red, green and blue.",
+            "[\"red\", \"green\", \"blue\"]",
+        ),
+    ] {
+        let (out, v) = run(&home, &server, &["chat", message]).await;
+        assert!(out.status.success(), "{v}");
+        assert_eq!(v["answer"], answer, "{v}");
+        assert_eq!(v["model"], "big-model");
+        assert_eq!(
+            v["route"],
+            serde_json::json!({"tier": "strong", "reason": reason, "escalated_from": "small-model"})
+        );
+        assert_eq!(v["first_answer"], first);
+        // Stored: one answer, the strong one, with its route and the first answer under it.
+        let id = v["conversation"].as_str().expect("conversation");
+        let (_, shown) = run(&home, &server, &["conversations", "show", id]).await;
+        let shown = shown.as_array().expect("messages");
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown[1]["content"], answer);
+        assert_eq!(shown[1]["turn"]["route"]["reason"], reason);
+        assert_eq!(shown[1]["turn"]["first_answer"], first);
+    }
+
+    // A fast answer that passes every check is kept.
+    let (_, thanks) = run(&home, &server, &["chat", "Thanks!"]).await;
+    assert_eq!(thanks["model"], "small-model", "{thanks}");
+    assert_eq!(thanks["route"]["escalated_from"], Value::Null);
+    assert_eq!(thanks["first_answer"], Value::Null);
+
+    // The fast model asked for a write: whatever its answer, the main model is not asked.
+    let (out, wrote) = run(&home, &server, &["chat", "Note that I like tea."]).await;
+    assert!(out.status.success(), "{wrote}");
+    assert_eq!(wrote["model"], "small-model", "{wrote}");
+    assert_eq!(wrote["route"]["tier"], "fast");
+    assert_eq!(wrote["tool_calls"][0]["tool"], "create_file");
+
+    // In text, the fast answer stays on stdout and a note says why the main model follows.
+    let out = with_stdin(
+        &home,
+        &server,
+        &["chat", "Convert 3 miles to km."],
+        "file",
+        "",
+    )
+    .await;
+    assert!(out.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("Three miles is\nThree miles is 4.83 km."),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "note: small-model answered; strong — escalated: the fast answer was cut off — big-model answers again:"
+        ),
+        "{stderr}"
+    );
+
+    let models: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "small-model",
+            "big-model",
+            "small-model",
+            "big-model",
+            "small-model",
+            "big-model",
+            "small-model",
+            "small-model",
+            "small-model",
+            "small-model",
+            "big-model"
+        ]
+    );
+
+    let (out, off) = run(&home, &server, &["providers", "routing", "--no-cascade"]).await;
+    assert!(out.status.success());
+    assert_eq!(off["cascade"], false);
 }

@@ -507,4 +507,7 @@ pub struct TurnInfo {
     /// Which tier answered and why; absent in answers stored before routing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<crate::route::Route>,
+    /// The fast model's answer a cascade replaced with this one, kept to be shown under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer: Option<String>,
 }

@@ -66,6 +66,16 @@ pub enum Reason {
     NotSimple,
     /// The user asked for another answer (Regenerate).
     AskedAgain,
+    /// Cascade: the fast model's answer was empty.
+    EscalatedEmpty,
+    /// Cascade: the fast model's answer stopped at its length limit.
+    EscalatedCutOff,
+    /// Cascade: the fast model refused.
+    EscalatedRefusal,
+    /// Cascade: JSON was asked for and the fast answer held none.
+    EscalatedInvalidJson,
+    /// Cascade: the fast model could not form a tool call.
+    EscalatedBadToolCall,
 }
 
 impl Reason {
@@ -83,6 +93,11 @@ impl Reason {
             Reason::ShortLookup => "a short lookup",
             Reason::NotSimple => "nothing marked it as simple",
             Reason::AskedAgain => "you asked for another answer",
+            Reason::EscalatedEmpty => "escalated: the fast answer was empty",
+            Reason::EscalatedCutOff => "escalated: the fast answer was cut off",
+            Reason::EscalatedRefusal => "escalated: the fast model refused",
+            Reason::EscalatedInvalidJson => "escalated: the fast answer was not the JSON asked for",
+            Reason::EscalatedBadToolCall => "escalated: the fast model could not form a tool call",
         }
     }
 }
@@ -140,7 +155,7 @@ impl TierChoice {
 pub struct Route {
     pub tier: Tier,
     pub reason: Reason,
-    /// The model whose answer a cascade replaced (none yet: cascades come next).
+    /// The model whose answer a cascade replaced.
     #[serde(default)]
     pub escalated_from: Option<String>,
 }
@@ -162,15 +177,21 @@ impl Route {
     }
 }
 
-/// Whether the router runs (Settings; `hearth providers routing`). On unless turned off.
+/// Whether the router runs (Settings; `hearth providers routing`): on unless turned off.
+/// The cascade — answer fast, escalate when a check fails — is off unless turned on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoutingSettings {
     pub enabled: bool,
+    #[serde(default)]
+    pub cascade: bool,
 }
 
 impl Default for RoutingSettings {
     fn default() -> Self {
-        Self { enabled: true }
+        Self {
+            enabled: true,
+            cascade: false,
+        }
     }
 }
 
@@ -326,6 +347,126 @@ pub fn route(request: Request<'_>, fast_available: bool) -> Decision {
     decide(Tier::Strong, Reason::NotSimple)
 }
 
+/// What a cascade checks of the fast model's answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FastAnswer<'a> {
+    /// The user's message.
+    pub message: &'a str,
+    /// The answer's text.
+    pub answer: &'a str,
+    /// The answer stopped at the model's length limit.
+    pub cut_off: bool,
+    /// A tool call the model sent was malformed or named no tool, and no later call of
+    /// the same tool ran.
+    pub bad_tool_call: bool,
+}
+
+/// The check a fast answer fails, as the reason of the strong answer that replaces it
+/// (`None`: the fast answer stands). The façade never escalates a turn in which a write
+/// or destructive tool ran or was asked for, nor one the user stopped.
+pub fn check(fast: FastAnswer<'_>) -> Option<Reason> {
+    if fast.bad_tool_call {
+        return Some(Reason::EscalatedBadToolCall);
+    }
+    if fast.cut_off {
+        return Some(Reason::EscalatedCutOff);
+    }
+    if fast.answer.trim().is_empty() {
+        return Some(Reason::EscalatedEmpty);
+    }
+    if refuses(fast.answer) {
+        return Some(Reason::EscalatedRefusal);
+    }
+    if asks_for_json(fast.message) && !holds_json(fast.answer) {
+        return Some(Reason::EscalatedInvalidJson);
+    }
+    None
+}
+
+/// How a refusal opens (seen in the first sentence only, lower case, straight quotes).
+const REFUSALS: &[&str] = &[
+    "i can't help",
+    "i cannot help",
+    "i can't assist",
+    "i cannot assist",
+    "i can't do that",
+    "i cannot do that",
+    "i can't provide",
+    "i cannot provide",
+    "i can't answer",
+    "i cannot answer",
+    "i'm unable to",
+    "i am unable to",
+    "i'm not able to",
+    "i am not able to",
+    "i won't be able to",
+    "i'm sorry, but i can",
+    "sorry, i can't",
+    "as an ai",
+];
+
+/// Whether the answer opens with a refusal.
+fn refuses(answer: &str) -> bool {
+    let opening: String = answer
+        .trim_start()
+        .chars()
+        .take(200)
+        .collect::<String>()
+        .to_lowercase()
+        .replace('\u{2019}', "'");
+    let first = opening
+        .split_inclusive(['.', '!', '?', '\n'])
+        .next()
+        .unwrap_or("");
+    REFUSALS.iter().any(|r| first.contains(r))
+}
+
+/// Phrases that ask for the answer in JSON (not a question about JSON).
+const JSON_ASKS: &[&str] = &[
+    "as json",
+    "in json",
+    "into json",
+    "json format",
+    "json object",
+    "json array",
+    "json list",
+    "json only",
+    "valid json",
+    "return json",
+    "output json",
+    "only json",
+];
+
+/// Whether the message asks for the answer in JSON.
+pub fn asks_for_json(message: &str) -> bool {
+    let words = words_of(message);
+    JSON_ASKS.iter().any(|p| has_phrase(&words, p))
+}
+
+/// Whether the answer is, or holds in a fenced block, a JSON object or array.
+fn holds_json(answer: &str) -> bool {
+    let parses = |text: &str| {
+        matches!(
+            serde_json::from_str::<serde_json::Value>(text.trim()),
+            Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))
+        )
+    };
+    if parses(answer) {
+        return true;
+    }
+    // ```json … ``` (the fence's language tag is the rest of its first line).
+    let mut parts = answer.split("```");
+    parts.next();
+    while let Some(block) = parts.next() {
+        let body = block.split_once('\n').map_or(block, |(_, rest)| rest);
+        if parses(body) {
+            return true;
+        }
+        parts.next();
+    }
+    false
+}
+
 /// The message's words, lower case, split on anything not a letter, digit or apostrophe.
 fn words_of(message: &str) -> Vec<String> {
     message
@@ -424,6 +565,66 @@ mod tests {
             }
             .describe(),
             "fast — a short lookup"
+        );
+    }
+
+    #[test]
+    fn a_cascade_escalates_on_each_failing_check_and_only_then() {
+        let fast = |message, answer| FastAnswer {
+            message,
+            answer,
+            ..FastAnswer::default()
+        };
+        let ok = fast("What's the capital of Peru?", "Lima.");
+        assert_eq!(check(ok), None);
+        assert_eq!(
+            check(FastAnswer { cut_off: true, ..ok }),
+            Some(Reason::EscalatedCutOff)
+        );
+        assert_eq!(
+            check(FastAnswer {
+                bad_tool_call: true,
+                ..ok
+            }),
+            Some(Reason::EscalatedBadToolCall)
+        );
+        assert_eq!(check(fast("Hi", "  \n")), Some(Reason::EscalatedEmpty));
+        assert_eq!(
+            check(fast("Who wrote it?", "I\u{2019}m sorry, but I can\u{2019}t help with that.")),
+            Some(Reason::EscalatedRefusal)
+        );
+        // A refusal is how the answer opens, not a phrase later on.
+        assert_eq!(
+            check(fast(
+                "Any tips?",
+                "Drink water. If it gets worse, I can't help more than a doctor would."
+            )),
+            None
+        );
+        let asks = "List three colours as JSON.";
+        assert!(asks_for_json(asks));
+        assert!(!asks_for_json("What is JSON?"));
+        assert_eq!(
+            check(fast(asks, "Red, green and blue.")),
+            Some(Reason::EscalatedInvalidJson)
+        );
+        assert_eq!(
+            check(fast(asks, "{\"colours\": [\"red\", \"green\"")),
+            Some(Reason::EscalatedInvalidJson)
+        );
+        assert_eq!(check(fast(asks, "[\"red\", \"green\", \"blue\"]")), None);
+        assert_eq!(
+            check(fast(asks, "Here:\n```json\n{\"colours\": [\"red\"]}\n```")),
+            None
+        );
+        assert_eq!(
+            Route {
+                tier: Tier::Strong,
+                reason: Reason::EscalatedCutOff,
+                escalated_from: Some("small".into())
+            }
+            .describe(),
+            "strong — escalated: the fast answer was cut off"
         );
     }
 }

@@ -102,6 +102,21 @@ pub struct ChatToolStartedEvent {
     pub tool: String,
 }
 
+/// Cascade: the fast model's answer failed a check; the strong model answers again and its
+/// text follows as `chat_token` events (the streamed text so far is set aside).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatEscalatingEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    /// The fast model.
+    pub from: String,
+    /// The strong model that answers again.
+    pub to: String,
+    /// "strong — escalated: the fast answer was cut off".
+    pub text: String,
+}
+
 /// A tool call of a running turn ended (decided, and run or not).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
@@ -174,6 +189,7 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
                 .route
                 .filter(hearth_core::Route::shown)
                 .map(RouteDto::from),
+            first_answer: t.first_answer,
         }
     }
 }
@@ -225,6 +241,8 @@ pub struct TurnInfoDto {
     /// Which tier answered and why; `null` when there was no choice (one model) or for
     /// answers from before routing.
     pub route: Option<RouteDto>,
+    /// The fast model's answer a cascade replaced with this one (shown under it).
+    pub first_answer: Option<String>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.

@@ -159,6 +159,7 @@ function toolConversation(now: number): StoredConversation {
         tools_left_out: [],
         stop_reason: 'answer',
         route: null,
+        first_answer: null,
       },
       tool_calls: structuredClone(DRAFTS_CALLS),
     },
@@ -177,6 +178,7 @@ function toolConversation(now: number): StoredConversation {
         tools_left_out: [...TODO_LEFT_OUT],
         stop_reason: 'answer',
         route: null,
+        first_answer: null,
       },
       tool_calls: structuredClone(TODO_CALLS),
     },
@@ -205,6 +207,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         tools_left_out: [],
         stop_reason: 'answer',
         route: null,
+        first_answer: null,
       },
     },
   ];
@@ -233,6 +236,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           tools_left_out: [],
           stop_reason: 'answer',
           route: null,
+          first_answer: null,
         },
       },
     ];
@@ -252,6 +256,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           tools_left_out: [],
           stop_reason: 'answer',
           route: null,
+          first_answer: null,
         },
       },
     ];
@@ -354,6 +359,7 @@ export function createChatMock(options: {
       tools_left_out: [],
       stop_reason: 'answer',
       route: null,
+      first_answer: null,
     };
   }
 

@@ -85,6 +85,7 @@ pub(super) fn finish(
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned)),
         route: ctx.route.clone(),
+        first_answer: ctx.first_answer.clone(),
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -122,6 +123,10 @@ pub(super) fn finish(
         },
     )?;
     let done = result?;
+    let cut_off = matches!(
+        done.finish_reason.as_deref(),
+        Some("length" | "max_tokens")
+    );
     let learn_job = match (&turn.conversation, rows.user_id, kept) {
         (Some(c), Some(u), Some(a)) if !text.trim().is_empty() => {
             let settings = crate::memory::settings(ctx.store)?;
@@ -166,5 +171,7 @@ pub(super) fn finish(
         model: info.model,
         fallback_from: info.fallback_from,
         route: info.route,
+        first_answer: info.first_answer,
+        cut_off,
     })
 }

@@ -83,6 +83,13 @@ pub enum TurnEvent<'a> {
     ToolStarted { id: &'a str, tool: &'a str },
     /// A tool call ended: what the gate decided, how it ran, its result.
     ToolEnded(&'a crate::tools::CallRecord),
+    /// Cascade: the fast model's answer (streamed so far) failed a check; the strong model
+    /// answers again and its text follows. The first answer is kept under the new one.
+    Escalating {
+        from: &'a str,
+        to: &'a str,
+        reason: crate::route::Reason,
+    },
 }
 
 /// Why the turn's run ended.
@@ -128,6 +135,10 @@ pub struct TurnOutcome {
     pub fallback_from: Option<String>,
     /// Which tier answered and why (`None` only for a turn run without the façade).
     pub route: Option<crate::route::Route>,
+    /// The fast model's answer a cascade replaced with this one.
+    pub first_answer: Option<String>,
+    /// The answer stopped at the model's length limit.
+    pub cut_off: bool,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.
@@ -154,6 +165,8 @@ pub(crate) struct TurnContext<'a> {
     pub cancel: &'a CancellationToken,
     /// Which tier the façade routed this turn to, and why.
     pub route: Option<crate::route::Route>,
+    /// The fast answer a cascade is replacing with this turn's.
+    pub first_answer: Option<String>,
 }
 
 /// Runs one turn through the stages; `on_event` hears each piece of the answer and each

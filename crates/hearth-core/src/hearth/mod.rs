@@ -374,12 +374,11 @@ impl Hearth {
             .unwrap_or_default())
     }
 
-    /// Turns the router on or off.
-    pub fn set_routing(&self, enabled: bool) -> Result<()> {
-        self.inner.store.set_setting(
-            crate::route::ROUTING_SETTING,
-            &crate::route::RoutingSettings { enabled },
-        )
+    /// Turns the router, and its cascade, on or off.
+    pub fn set_routing(&self, settings: crate::route::RoutingSettings) -> Result<()> {
+        self.inner
+            .store
+            .set_setting(crate::route::ROUTING_SETTING, &settings)
     }
 
     /// The route of a turn and, when the fast model answers, the slots with it as the main
@@ -473,15 +472,103 @@ impl Hearth {
             .unwrap_or_default();
         // Which tier answers: the user's choice, else the router's rules (one place).
         let (route, routed) = self.route_turn(models, &options, &sources).await?;
-        let models = routed.as_ref().unwrap_or(models);
+        // Cascade (when the user turned it on): a turn the rules sent fast is checked, and
+        // answered again by the strong model when the check fails.
+        let cascade = routed.is_some()
+            && options.tier == crate::route::TierChoice::Auto
+            && self.routing()?.cascade;
+        let mut on_event = on_event;
+        let first = self
+            .run_routed(
+                routed.as_ref().unwrap_or(models),
+                &sources,
+                (route, None),
+                options.clone(),
+                cancel,
+                &mut on_event,
+            )
+            .await?;
+        if !cascade || first.stopped || cancel.is_cancelled() {
+            return Ok(first);
+        }
+        // Never after a write or destructive call ran or was asked for: no second consent,
+        // no side effect twice (an unknown tool counts as destructive).
+        if first
+            .tool_calls
+            .iter()
+            .any(|c| c.risk != crate::tools::Risk::Read)
+        {
+            return Ok(first);
+        }
+        let Some(reason) = crate::route::check(crate::route::FastAnswer {
+            message: &options.message,
+            answer: &first.answer,
+            cut_off: first.cut_off,
+            bad_tool_call: bad_tool_call(&first.tool_calls),
+        }) else {
+            return Ok(first);
+        };
+        on_event(crate::chat::TurnEvent::Escalating {
+            from: &first.model,
+            to: &models.main.model,
+            reason,
+        });
+        tracing::info!(reason = ?reason, "escalating to the strong model");
+        let mut again = options;
+        if let Some(id) = &first.conversation {
+            // The strong answer replaces the fast one (which it keeps, to show under it).
+            again.conversation = Some(id.clone());
+            again.redo = crate::chat::Redo::Regenerate;
+        }
+        let route = crate::route::Route {
+            tier: crate::route::Tier::Strong,
+            reason,
+            escalated_from: Some(first.model.clone()),
+        };
+        match self
+            .run_routed(
+                models,
+                &sources,
+                (route, Some(first.answer.clone())),
+                again,
+                cancel,
+                &mut on_event,
+            )
+            .await
+        {
+            Ok(better) if !better.stopped || !better.answer.is_empty() => Ok(better),
+            // The strong model failed or was stopped before a word: the fast answer stands.
+            Ok(_) => Ok(first),
+            Err(e) => {
+                tracing::warn!(
+                    code = e.code(),
+                    "the strong model could not improve the answer"
+                );
+                Ok(first)
+            }
+        }
+    }
+
+    /// One run of a routed turn on `models`: tools offered as the model can take them, the
+    /// built-in model's speed measured, learning woken.
+    async fn run_routed(
+        &self,
+        models: &ModelSlots,
+        sources: &crate::chat::Sources,
+        (route, first_answer): (crate::route::Route, Option<String>),
+        options: ChatOptions,
+        cancel: &tokio_util::sync::CancellationToken,
+        on_event: &mut (impl FnMut(crate::chat::TurnEvent<'_>) + Send),
+    ) -> Result<TurnOutcome> {
         let ctx = crate::chat::TurnContext {
             store: &self.inner.store,
             client: &self.inner.llm,
             slots: models,
-            sources: &sources,
+            sources,
             owner: self.inner.liveness.as_ref().map(|l| l.id.as_str()),
             cancel,
             route: Some(route),
+            first_answer,
         };
         let mut options = options;
         let mut unavailable = Vec::new();
@@ -508,7 +595,6 @@ impl Hearth {
             }
         }
         // When the answer's text came, for the built-in model's measured speed.
-        let mut on_event = on_event;
         let mut streamed: Option<(std::time::Instant, std::time::Instant)> = None;
         let timed = |event: crate::chat::TurnEvent<'_>| {
             if matches!(event, crate::chat::TurnEvent::Text(_)) {
@@ -590,4 +676,15 @@ impl Hearth {
             .await
             .map_err(|e| Error::Task(e.to_string()))?
     }
+}
+
+/// Whether the fast model sent a call it could not form (malformed arguments, no such tool)
+/// and never got the same tool to run afterwards.
+fn bad_tool_call(calls: &[crate::tools::CallRecord]) -> bool {
+    calls.iter().enumerate().any(|(i, c)| {
+        c.decision == crate::tools::Decision::Invalid
+            && !calls[i + 1..].iter().any(|later| {
+                later.tool == c.tool && later.result_status == crate::tools::ResultStatus::Ok
+            })
+    })
 }

@@ -27,4 +27,8 @@ stop_reason: string | null,
  * Which tier answered and why; `null` when there was no choice (one model) or for
  * answers from before routing.
  */
-route: RouteDto | null, };
+route: RouteDto | null, 
+/**
+ * The fast model's answer a cascade replaced with this one (shown under it).
+ */
+first_answer: string | null, };

@@ -7,6 +7,7 @@ import type { BuiltinDownloadEvent } from "./BuiltinDownloadEvent";
 import type { BuiltinModelDto } from "./BuiltinModelDto";
 import type { BuiltinStatusDto } from "./BuiltinStatusDto";
 import type { ChatDoneEvent } from "./ChatDoneEvent";
+import type { ChatEscalatingEvent } from "./ChatEscalatingEvent";
 import type { ChatFailedEvent } from "./ChatFailedEvent";
 import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
@@ -184,6 +185,7 @@ export type Events = {
   chat_failed: ChatFailedEvent;
   chat_tool_started: ChatToolStartedEvent;
   chat_tool: ChatToolEvent;
+  chat_escalating: ChatEscalatingEvent;
   open_conversation: OpenConversationEvent;
   memory_updated: MemoryUpdatedEvent;
   embedding_progress: EmbeddingProgressEvent;
