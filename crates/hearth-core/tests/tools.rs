@@ -1449,6 +1449,9 @@ async fn each_call_is_told_as_it_starts_and_ends_and_the_user_keeps_the_whole_re
                     c.id, c.decision, c.result_status
                 )),
                 hearth_core::chat::TurnEvent::Text(t) => events.push(format!("text {t}")),
+                hearth_core::chat::TurnEvent::Escalating { from, .. } => {
+                    events.push(format!("escalating from {from}"))
+                }
             },
         )
         .await
