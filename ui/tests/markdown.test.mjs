@@ -202,6 +202,47 @@ describe('Per-turn usage and cost', () => {
 });
 
 describe('Markdown in the quick prompt', () => {
+  for (const colorScheme of ['light', 'dark']) {
+    test(`an answer a cascade improved names the model and why, and keeps the first answer under it (${colorScheme})`, async (t) => {
+      // CSP bypassed only for axe's injected script.
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await page.goto(url('cascade'));
+      await composer(page).waitFor();
+      await composer(page).fill('Hello there');
+      await composer(page).press('Enter');
+      const improved = lastAnswer(page).locator('[data-testid="improved"]');
+      // While the main model answers again, the fast answer is set aside and the reason shown.
+      await until(page, () =>
+        document
+          .querySelector('[role="log"] article.assistant:last-of-type [data-testid="improved"] .improved-label')
+          ?.textContent?.includes('llama3.2 is answering again: the fast answer was cut off'),
+      );
+      assert.ok(!flat(await lastAnswer(page).locator('.text').textContent().catch(() => '')).includes('is about'));
+      await lastAnswer(page).locator('.usage').waitFor();
+      assert.equal(flat(await improved.locator('.improved-label').textContent()), 'Improved by llama3.2: the fast answer was cut off');
+      assert.match(
+        await lastAnswer(page).locator('.usage').innerText(),
+        /^llama3\.2 \(strong — escalated: the fast answer was cut off\) · /,
+      );
+      const first = improved.locator('details.first-answer');
+      assert.equal(flat(await first.locator('summary').textContent()), 'First answer, from llama3.2:1b');
+      assert.equal(await first.locator('.first-text').isVisible(), false);
+      await first.locator('summary').click();
+      assert.equal(flat(await first.locator('.first-text').textContent()), 'Five miles is about');
+      assert.ok(!flat(await lastAnswer(page).locator('.text').textContent()).includes('is about'));
+      // Stored the same way: the conversation, opened again, shows the same.
+      await page.getByRole('button', { name: 'New chat' }).click();
+      await until(page, () => document.querySelectorAll('[role="log"] article.assistant').length === 0);
+      await page.locator('nav[aria-label="Conversations"] button.item').filter({ hasText: 'Hello there' }).click();
+      await lastAnswer(page).locator('[data-testid="improved"]').waitFor();
+      assert.equal(flat(await improved.locator('.improved-label').textContent()), 'Improved by llama3.2: the fast answer was cut off');
+      await assertAxeClean(page);
+      await first.locator('summary').click();
+      await screenshot(page, `chat-cascade-improved-${colorScheme}`);
+      assertNoProblems(problems);
+    });
+  }
+
   test('the quick answer is rendered as Markdown with a working code Copy button', async (t) => {
     const { page, context, problems } = await session(t, { viewport: { width: 640, height: 360 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.origin });

@@ -14,6 +14,7 @@
  * route the core's events to it with `listenToTurns(() => current)`.
  */
 import type { ChatDoneEvent } from './bindings/ChatDoneEvent';
+import type { ChatEscalatingEvent } from './bindings/ChatEscalatingEvent';
 import type { ChatFailedEvent } from './bindings/ChatFailedEvent';
 import type { ChatTokenEvent } from './bindings/ChatTokenEvent';
 import type { ChatToolEvent } from './bindings/ChatToolEvent';
@@ -25,6 +26,7 @@ export type TurnEvent =
   | { kind: 'token'; event: ChatTokenEvent }
   | { kind: 'tool_started'; event: ChatToolStartedEvent }
   | { kind: 'tool'; event: ChatToolEvent }
+  | { kind: 'escalating'; event: ChatEscalatingEvent }
   | { kind: 'done'; event: ChatDoneEvent }
   | { kind: 'failed'; event: ChatFailedEvent };
 
@@ -38,6 +40,12 @@ export type TurnHandlers = {
   toolStarted?(event: ChatToolStartedEvent, calls: ToolCallEntry[]): void;
   /** A tool call ended (`chat_tool`): decided, and run or not. `calls` as above. */
   toolEnded?(call: ToolCallDto, calls: ToolCallEntry[]): void;
+  /**
+   * Cascade (`chat_escalating`): the fast model's answer failed a check and the strong model
+   * answers again; `first` is the fast answer as it streamed. The text so far and the tool
+   * calls start over (`token` is called with an empty `text` right after).
+   */
+  escalating?(event: ChatEscalatingEvent, first: string): void;
   /** The turn finished (possibly stopped: `event.stopped`). */
   done(event: ChatDoneEvent): void;
   /** The turn failed. */
@@ -111,6 +119,14 @@ export class TurnStream {
         this.toolCalls = withEnded(this.toolCalls, item.event.call);
         this.handlers.toolEnded?.(item.event.call, this.toolCalls);
         break;
+      case 'escalating': {
+        const first = this.text;
+        this.text = '';
+        this.toolCalls = [];
+        this.handlers.escalating?.(item.event, first);
+        this.handlers.token('', '');
+        break;
+      }
       case 'done':
         this.ended = true;
         this.text = item.event.answer;
@@ -126,7 +142,8 @@ export class TurnStream {
 }
 
 /**
- * Route `chat_token` / `chat_tool_started` / `chat_tool` / `chat_done` / `chat_failed` to the
+ * Route `chat_token` / `chat_tool_started` / `chat_tool` / `chat_escalating` / `chat_done` /
+ * `chat_failed` to the
  * turn `current()` returns (if any).
  * Returns a synchronous disposer (for component effects and `onMount`).
  */
@@ -136,6 +153,7 @@ export function listenToTurns(current: () => TurnStream | null | undefined): () 
     subscribe('chat_token', (event) => route({ kind: 'token', event })),
     subscribe('chat_tool_started', (event) => route({ kind: 'tool_started', event })),
     subscribe('chat_tool', (event) => route({ kind: 'tool', event })),
+    subscribe('chat_escalating', (event) => route({ kind: 'escalating', event })),
     subscribe('chat_done', (event) => route({ kind: 'done', event })),
     subscribe('chat_failed', (event) => route({ kind: 'failed', event })),
   ];

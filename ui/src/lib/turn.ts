@@ -43,3 +43,32 @@ export function fallbackNotice(turn: TurnInfoDto | null): string | null {
   const model = turn.model || 'the fallback model';
   return `The main model (${turn.fallback_from}) failed; this answer came from the fallback model ${model}.`;
 }
+
+/** What an answer a cascade improved shows: who improved it, why, and the first answer. */
+export type Improvement = { label: string; from: string; first: string };
+
+/** The escalation reason in words, from a route's text ("strong — escalated: X" → "X"). */
+function escalationReason(text: string): string {
+  const at = text.indexOf('escalated: ');
+  return at >= 0 ? text.slice(at + 'escalated: '.length) : text;
+}
+
+/** "Improved by big-model: the fast answer was cut off", with the first answer, or null. */
+export function improvement(turn: TurnInfoDto | null): Improvement | null {
+  const from = turn?.route?.escalated_from;
+  if (!turn || !from || turn.first_answer === null) return null;
+  return {
+    label: `Improved by ${turn.model}: ${escalationReason(turn.route?.text ?? '')}`,
+    from,
+    first: turn.first_answer,
+  };
+}
+
+/** While the strong model answers again: "big-model is answering again: the fast answer was cut off". */
+export function improving(event: { from: string; to: string; text: string }, first: string): Improvement {
+  return {
+    label: `${event.to} is answering again: ${escalationReason(event.text)}`,
+    from: event.from,
+    first,
+  };
+}

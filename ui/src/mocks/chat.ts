@@ -9,7 +9,8 @@
  * and everything after it, then answers the new text. The quick prompt sends with
  * `conversationId: null`, so each question starts a new conversation. `open_in_main` emits
  * `open_conversation`. Scenario `chat-fails` fails every turn, `fallback` answers with the
- * fallback model. After a stored answer, memory may learn (./memory.ts `afterAnswer`).
+ * fallback model, `cascade` has a fast model's answer cut off and improved by the main model
+ * (`chat_escalating`, then the main model's pieces). After a stored answer, memory may learn (./memory.ts `afterAnswer`).
  *
  * Tools (./tool-calls.ts): a question containing "read my notes" runs NOTES_SCRIPT before its
  * answer: each call is announced (`chat_tool_started`), waits one delay (the gate, the
@@ -75,6 +76,10 @@ export const REGENERATED_ANSWER_PIECES = [
   '- Do it today.\n',
   '- Look back tomorrow and adjust.',
 ];
+
+/** Scenario `cascade`: the fast model's answer, cut off at its length limit. */
+const CUT_OFF_PIECES = ['Five miles ', 'is about'];
+const CASCADE_FAST_MODEL = 'llama3.2:1b';
 
 /** A seeded answer with an XSS payload in its Markdown (scenario `markdown`): it must render inert. */
 export const XSS_ANSWER = [
@@ -411,6 +416,23 @@ export function createChatMock(options: {
     }
     const stopReason = script.length > 0 && nextStopReason !== null ? nextStopReason : 'answer';
     if (script.length > 0) nextStopReason = null;
+    // Cascade: the fast model's answer streams, is cut off, and the main model answers again.
+    let firstAnswer: string | null = null;
+    if (scenario === 'cascade') {
+      firstAnswer = '';
+      for (const piece of CUT_OFF_PIECES) {
+        firstAnswer += piece;
+        await emit('chat_token', { turn_id: turnId, text: piece });
+        await sleep(chatDelay);
+      }
+      await emit('chat_escalating', {
+        turn_id: turnId,
+        from: CASCADE_FAST_MODEL,
+        to: 'llama3.2',
+        text: 'strong — escalated: the fast answer was cut off',
+      });
+      await sleep(chatDelay);
+    }
     for (const piece of pieces) {
       if (stopRequested.has(turnId)) {
         stopped = true;
@@ -430,6 +452,14 @@ export function createChatMock(options: {
     const turn = turnInfo(answeredBy, history, question, answer);
     if (answeredBy !== main) turn.fallback_from = main.model;
     turn.stop_reason = stopped ? 'cancelled' : stopReason;
+    if (firstAnswer !== null) {
+      turn.route = {
+        tier: 'strong',
+        text: 'strong — escalated: the fast answer was cut off',
+        escalated_from: CASCADE_FAST_MODEL,
+      };
+      turn.first_answer = firstAnswer;
+    }
     // The passages of watched folders the answer was given (the core's FolderRetrieval).
     const sources = pieces === FILE_ANSWER_PIECES ? options.folders().sourcesFor(question) : [];
     let messageId: number | null = null;

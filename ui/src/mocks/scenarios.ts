@@ -16,6 +16,7 @@ export const SCENARIOS = [
   'consent-escalated',
   'consent-temporary',
   'tool-calls',
+  'cascade',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 

@@ -20,6 +20,7 @@ import { isMac } from '../../lib/platform';
 import { notify } from '../../lib/toast.svelte';
 import { entriesFrom } from '../../lib/tool-calls';
 import { TurnStream, listenToTurns } from '../../lib/turn-stream';
+import { improving } from '../../lib/turn';
 import { recordMemoryUpdate } from './memory-updates.svelte';
 import { clearPendingOpen, pendingOpen } from './open.svelte';
 import type { Message } from './types';
@@ -352,6 +353,11 @@ export class ChatScreen {
           const message = this.assistantMessage(current);
           if (message) message.content = soFar;
         },
+        escalating: (event, first) => {
+          const message = this.assistantMessage(current);
+          if (message) message.improving = improving(event, first);
+          this.showToolCalls(current, []);
+        },
         toolStarted: (_event, calls) => this.showToolCalls(current, calls),
         toolEnded: (_call, calls) => this.showToolCalls(current, calls),
         done: (done) => this.finish(current, done),
@@ -478,6 +484,7 @@ export class ChatScreen {
       message.sources = done.sources;
       message.toolCalls = entriesFrom(done.tool_calls);
       message.stopReason = done.stop_reason;
+      message.improving = null;
     }
     this.turn = null;
     if (current.view === this.view && done.conversation_id !== null) this.activeId = done.conversation_id;

@@ -1,6 +1,7 @@
 import type { SourceDto } from '../../lib/bindings/SourceDto';
 import type { TurnInfoDto } from '../../lib/bindings/TurnInfoDto';
 import type { ToolCallEntry } from '../../lib/tool-calls';
+import type { Improvement } from '../../lib/turn';
 
 /** A message as the Chat screen shows it. */
 export type Message = {
@@ -23,4 +24,6 @@ export type Message = {
    * `timeout`); null when unknown (a stored answer does not keep it).
    */
   stopReason: string | null;
+  /** While a cascade's strong model answers again: why, and the fast answer set aside. */
+  improving?: Improvement | null;
 };
