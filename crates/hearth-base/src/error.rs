@@ -130,6 +130,12 @@ pub enum Error {
     /// is not applied.
     #[error("the job was taken over by another worker")]
     LeaseLost,
+
+    /// A priced call would cross a spending cap the user set: it was not sent. The message
+    /// names the cap and the three ways on (send this message anyway, use a local model,
+    /// raise the cap).
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl Error {
@@ -151,6 +157,7 @@ impl Error {
             Error::NoHomeDir => "no_home_dir",
             Error::Io { .. } => "io",
             Error::LeaseLost => "lease_lost",
+            Error::OverBudget(_) => "over_budget",
             Error::Database(_) => "database",
             Error::Service(e) => e.code,
             Error::Task(_) => "internal",

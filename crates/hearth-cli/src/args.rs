@@ -72,13 +72,19 @@ pub enum Command {
         /// (the router's rules, unless routing is off).
         #[arg(long, default_value = "auto", value_parser = ["auto", "fast", "strong"])]
         tier: String,
+        /// Send this message even if it crosses a spending cap (`hearth usage budget`).
+        #[arg(long)]
+        over_budget: bool,
         /// Your message.
         #[arg(required_unless_present = "regenerate")]
         message: Option<String>,
     },
     /// What model calls cost: tokens, USD, cache reads and latency from the usage ledger,
     /// by model, slot or local day.
+    #[command(args_conflicts_with_subcommands = true)]
     Usage {
+        #[command(subcommand)]
+        command: Option<UsageCommand>,
         /// Count from local midnight of this day (YYYY-MM-DD); default: everything.
         #[arg(long)]
         since: Option<String>,
@@ -231,6 +237,25 @@ pub enum Command {
     Key {
         #[command(subcommand)]
         command: KeyCommand,
+    },
+}
+
+/// `hearth usage` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UsageCommand {
+    /// Show or set spending caps (USD): daily and monthly, overall or for one provider.
+    /// Days and months end at local midnight. A priced call that would cross a cap is not
+    /// sent; at 80 % you are told, and learning and summarising pause.
+    Budget {
+        /// The daily cap in USD, or `none` to remove it.
+        #[arg(long, value_name = "USD|none")]
+        daily: Option<String>,
+        /// The monthly cap in USD, or `none` to remove it.
+        #[arg(long, value_name = "USD|none")]
+        monthly: Option<String>,
+        /// Set this provider's caps instead of the overall ones.
+        #[arg(long)]
+        provider: Option<String>,
     },
 }
 

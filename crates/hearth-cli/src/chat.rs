@@ -26,6 +26,7 @@ pub struct Turn {
     pub no_tools: bool,
     pub allow_writes: bool,
     pub tier: hearth_core::TierChoice,
+    pub over_budget: bool,
     pub message: String,
 }
 
@@ -42,6 +43,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
         no_tools,
         allow_writes,
         tier,
+        over_budget,
         message,
     } = turn;
     let redo = match (regenerate, edit) {
@@ -80,6 +82,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 }
             },
             tier,
+            over_budget,
         };
         // The engine checks the turn (an empty message is refused) and picks its models.
         let turn = hearth.turn(options, &choice)?;
@@ -144,6 +147,11 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 route.describe()
             );
         }
+        if let Some(standing) = &outcome.budget
+            && !json
+        {
+            eprintln!("note: {}", standing.describe());
+        }
         if let Some(id) = &outcome.conversation {
             eprintln!("conversation: {id}");
         }
@@ -175,6 +183,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "fallback_from": outcome.fallback_from,
                 "route": outcome.route,
                 "first_answer": outcome.first_answer,
+                "budget": outcome.budget,
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,

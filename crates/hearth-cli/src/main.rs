@@ -52,7 +52,9 @@ use std::process::ExitCode;
 use clap::Parser;
 use hearth_core::{Hearth, OpenOptions};
 
-use args::{Cli, Command, ConversationsCommand, EvalCommand, JobsCommand, KeyCommand};
+use args::{
+    Cli, Command, ConversationsCommand, EvalCommand, JobsCommand, KeyCommand, UsageCommand,
+};
 use output::{Failure, Out};
 
 /// mimalloc keeps the pages of the embedder's large, short-lived tensors instead of
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
             no_tools,
             allow_writes,
             tier,
+            over_budget,
             message,
         } => match chat::chat(
             &out,
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
                 no_tools,
                 allow_writes,
                 tier: hearth_core::TierChoice::parse(&tier).unwrap_or_default(),
+                over_budget,
                 message: message.unwrap_or_default(),
             },
         ) {
@@ -122,7 +126,20 @@ fn main() -> ExitCode {
             ConversationsCommand::Rename { id, title } => chat::rename(&out, &id, &title),
             ConversationsCommand::Delete { id, yes } => chat::delete(&out, &id, yes),
         },
-        Command::Usage { since, by } => providers::usage(&out, since.as_deref(), &by),
+        Command::Usage {
+            command:
+                Some(UsageCommand::Budget {
+                    daily,
+                    monthly,
+                    provider,
+                }),
+            ..
+        } => providers::budget(&out, daily, monthly, provider),
+        Command::Usage {
+            command: None,
+            since,
+            by,
+        } => providers::usage(&out, since.as_deref(), &by),
         Command::Providers { command } => providers::run(&out, command),
         Command::Models { command } => providers::models(&out, command),
         Command::Memory { command } => memory::run(&out, command),

@@ -281,6 +281,81 @@ pub fn models(out: &Out, command: ModelsCommand) -> Result<(), Failure> {
 }
 
 /// `hearth usage`: the ledger, grouped, with its total.
+/// `USD` or `none` → the cap to set (`Some(None)` removes it).
+fn cap_arg(flag: &str, v: Option<String>) -> Result<Option<Option<f64>>, Failure> {
+    match v.as_deref() {
+        None => Ok(None),
+        Some("none") => Ok(Some(None)),
+        Some(n) => n
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|v| Some(Some(v)))
+            .ok_or_else(|| {
+                Failure::new(
+                    "invalid_input",
+                    format!(
+                        "--{flag} {}: a number of USD, or none",
+                        hearth_core::display::escape(n)
+                    ),
+                )
+            }),
+    }
+}
+
+/// `hearth usage budget`: shows, or sets then shows, the spending caps and where each
+/// stands.
+pub fn budget(
+    out: &Out,
+    daily: Option<String>,
+    monthly: Option<String>,
+    provider: Option<String>,
+) -> Result<(), Failure> {
+    let (daily, monthly) = (cap_arg("daily", daily)?, cap_arg("monthly", monthly)?);
+    let hearth = Hearth::open_oneshot(&open_options()?)?;
+    if daily.is_some() || monthly.is_some() {
+        hearth.set_budget(provider.as_deref(), daily, monthly)?;
+    } else if provider.is_some() {
+        return Err(Failure::new(
+            "invalid_input",
+            "--provider sets that provider's caps: give --daily or --monthly too",
+        ));
+    }
+    let settings = hearth.budgets()?;
+    let status = hearth.budget_status()?;
+    if out.json {
+        out.print_json(&serde_json::json!({
+            "caps": settings,
+            "status": status,
+            "notice_at": hearth_core::BUDGET_NOTICE_AT,
+        }));
+        return Ok(());
+    }
+    if status.is_empty() {
+        println!("no spending caps (set one with --daily or --monthly)");
+    }
+    for s in &status {
+        let period = match s.period {
+            hearth_core::BudgetPeriod::Day => "daily",
+            hearth_core::BudgetPeriod::Month => "monthly",
+        };
+        let who = s
+            .provider
+            .as_deref()
+            .map(hearth_core::display::prose)
+            .unwrap_or_else(|| "overall".into());
+        println!(
+            "{:<20} {:<8} ${:>9.4} of ${:>9.2}  {:>4.0} %",
+            who,
+            period,
+            s.spent_usd,
+            s.cap_usd,
+            s.share() * 100.0
+        );
+    }
+    Ok(())
+}
+
 pub fn usage(out: &Out, since: Option<&str>, by: &str) -> Result<(), Failure> {
     let group = hearth_core::UsageGroup::parse(by)
         .ok_or_else(|| Failure::new("invalid_input", format!("--by {by}: model, slot or day")))?;

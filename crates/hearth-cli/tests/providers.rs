@@ -800,3 +800,130 @@ async fn the_cascade_escalates_each_failing_fast_answer_and_never_after_a_write_
     assert!(out.status.success());
     assert_eq!(off["cascade"], false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daily_cap_warns_at_80_percent_refuses_past_100_and_offers_three_ways_on() {
+    // Each call reads 100,000 tokens and writes 5: $0.1001 at $1 per million in, $20 out.
+    let priced = |t: &str| stream(text_stream(&[t], Some((100_000, 5, 0))));
+    let server = LlmServer::start(vec![
+        priced("One."),
+        priced("Two."),
+        // The third message is refused: the server never sees it.
+        priced("From the local model."),
+        priced("Sent anyway."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let price = [
+        "models",
+        "set",
+        "big-model",
+        "--input-price",
+        "1",
+        "--output-price",
+        "20",
+    ];
+    let (out, v) = run(&home, &server, &price).await;
+    assert!(out.status.success(), "{v}");
+
+    // No cap yet: nothing to show.
+    let (out, none) = run(&home, &server, &["usage", "budget"]).await;
+    assert!(out.status.success(), "{none}");
+    assert_eq!(none["status"], serde_json::json!([]));
+    // A cap for a provider that does not exist is refused; a number is needed.
+    let (out, v) = run(
+        &home,
+        &server,
+        &["usage", "budget", "--provider", "nope", "--daily", "1"],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert_eq!(v["error"]["code"], "not_found", "{v}");
+    let (out, v) = run(&home, &server, &["usage", "budget", "--daily", "lots"]).await;
+    assert!(!out.status.success());
+    assert_eq!(v["error"]["code"], "invalid_input", "{v}");
+
+    let (out, set) = run(&home, &server, &["usage", "budget", "--daily", "0.22"]).await;
+    assert!(out.status.success(), "{set}");
+    assert_eq!(set["caps"]["overall"]["daily_usd"], 0.22);
+    assert_eq!(set["status"][0]["period"], "day");
+    assert_eq!(set["status"][0]["spent_usd"], 0.0);
+
+    // 45 %: no notice.
+    let (out, one) = run(&home, &server, &["chat", "Hello?"]).await;
+    assert!(out.status.success(), "{one}");
+    assert_eq!(one["budget"], Value::Null, "{one}");
+    // The reservation was at most the output limit at $10 per million: far under the cap.
+    let max_tokens = server.seen()[0].body["max_tokens"]
+        .as_u64()
+        .expect("max_tokens");
+    assert!(max_tokens * 10 < 40_000 * 1000 / 1000, "{max_tokens}");
+
+    // 83 %: a notice, in JSON and in text.
+    let out = with_stdin(&home, &server, &["chat", "Hello again?"], "file", "").await;
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: You have spent $0.20 of your daily budget of $0.22 (91 %)."),
+        "{stderr}"
+    );
+
+    // Past 100 %: the message is not sent, nothing is stored, and the error names the ways on.
+    let (_, before) = run(&home, &server, &["conversations", "list"]).await;
+    let (out, refused) = run(&home, &server, &["chat", "And again?"]).await;
+    assert_eq!(out.status.code(), Some(1), "{refused}");
+    assert_eq!(refused["error"]["code"], "over_budget", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("would cross your daily budget")
+            && message
+                .contains("Send this message anyway, switch to a local model, or raise the cap"),
+        "{message}"
+    );
+    assert_eq!(
+        server.seen().len(),
+        2,
+        "the refused call never reached the server"
+    );
+    let (_, after) = run(&home, &server, &["conversations", "list"]).await;
+    assert_eq!(
+        before, after,
+        "a refused message leaves no conversation behind"
+    );
+
+    // A local model still answers (no price on this 127.0.0.1 server: free).
+    let (out, local) = run(
+        &home,
+        &server,
+        &["chat", "--model", "local-model", "And again?"],
+    )
+    .await;
+    assert!(out.status.success(), "{local}");
+    assert_eq!(local["answer"], "From the local model.");
+    assert_eq!(local["model"], "local-model");
+    assert_eq!(local["cost_usd"], 0.0);
+
+    // This message anyway: sent, answered, and recorded as sent over the cap.
+    let (out, anyway) = run(&home, &server, &["chat", "--over-budget", "And again?"]).await;
+    assert!(out.status.success(), "{anyway}");
+    assert_eq!(anyway["answer"], "Sent anyway.");
+    assert_eq!(anyway["budget"]["period"], "day");
+    assert!(anyway["budget"]["spent_usd"].as_f64().unwrap_or(0.0) > 0.30);
+    let id = anyway["conversation"].as_str().expect("conversation");
+    let (_, shown) = run(&home, &server, &["conversations", "show", id]).await;
+    assert_eq!(shown[1]["turn"]["over_budget"], true, "{shown}");
+    let (_, status) = run(&home, &server, &["usage", "budget"]).await;
+    let spent = status["status"][0]["spent_usd"].as_f64().unwrap_or(0.0);
+    assert!((spent - 0.3003).abs() < 1e-9, "{status}");
+    let (_, usage) = run(&home, &server, &["usage"]).await;
+    assert_eq!(usage["total"]["calls"], 4, "{usage}");
+
+    // Raising the cap lets messages through again; removing it leaves no cap.
+    let (out, raised) = run(&home, &server, &["usage", "budget", "--daily", "none"]).await;
+    assert!(out.status.success(), "{raised}");
+    assert_eq!(raised["status"], serde_json::json!([]));
+}

@@ -135,6 +135,24 @@ pub struct ZoneTokens {
     pub dropped: u32,
 }
 
+impl ZoneTokens {
+    /// The prompt's tokens in all (every zone but the output reserve).
+    pub fn input_tokens(&self) -> u64 {
+        [
+            self.system,
+            self.tools,
+            self.memory,
+            self.summary,
+            self.history,
+            self.retrieved,
+            self.current,
+        ]
+        .iter()
+        .map(|t| u64::from(*t))
+        .sum()
+    }
+}
+
 /// A prompt ready for a provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assembled {

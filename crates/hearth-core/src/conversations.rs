@@ -510,4 +510,7 @@ pub struct TurnInfo {
     /// The fast model's answer a cascade replaced with this one, kept to be shown under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_answer: Option<String>,
+    /// The user sent this message over a spending cap ("this message anyway").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
 }

@@ -83,6 +83,7 @@ engine_crates!(
     types = hearth_base::types,
 );
 
+mod budget;
 /// Showing outside text on a terminal (a leaf of pure functions the CLI calls directly).
 pub mod display;
 mod entry;
@@ -113,6 +114,10 @@ pub use paths::DataDir;
 // The data the front ends convert to DTOs or text, and the consent interface they
 // implement: plain data and enums, nothing that reaches the store or a provider.
 pub use audit::{Entry as AuditEntry, Filter as AuditFilter, Verification as AuditVerification};
+pub use budget::{
+    BudgetSettings, Caps as BudgetCaps, NOTICE_AT as BUDGET_NOTICE_AT, Period as BudgetPeriod,
+    Standing as BudgetStanding,
+};
 pub use chat::{ChatOptions, Redo, StopReason, TurnEvent, TurnInfo, TurnOutcome};
 pub use context::ZoneTokens;
 pub use conversations::{ConversationSummary, MessageState};

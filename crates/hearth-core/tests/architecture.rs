@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("builtin", 2),
     ("learn", 2),
     ("usage", 2),
+    ("budget", 2),
     ("tools", 2),
     ("chat", 3),
     ("events", 4),

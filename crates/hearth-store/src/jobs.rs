@@ -302,6 +302,29 @@ impl Jobs {
         })
     }
 
+    /// Puts a job that could not run for a reason outside it (a spending cap) back in the
+    /// queue for `retry_in`, without using up one of its attempts. False if the lease was
+    /// lost.
+    pub fn postpone(&self, lease: Lease, error: &str, retry_in: Duration) -> Result<bool> {
+        let error = error.to_owned();
+        self.store.write_blocking(move |c| {
+            let now = now_millis();
+            let n = c.execute(
+                "UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0),
+                   run_after = ?2, lease_until = NULL, last_error = ?3, updated_at = ?1
+                 WHERE id = ?4 AND lease_gen = ?5 AND state = 'running'",
+                params![
+                    now,
+                    now.saturating_add(ms(retry_in)),
+                    error,
+                    lease.job,
+                    lease.generation
+                ],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
     /// Jobs waiting, running (lease not run out) and failed for good.
     pub fn counts(&self) -> Result<JobCounts> {
         self.store.read_blocking(|c| {

@@ -154,6 +154,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory facets and what superseded a memory",
         sql: include_str!("migrations/0027_facets.sql"),
     },
+    Migration {
+        version: 28,
+        name: "budget reservations",
+        sql: include_str!("migrations/0028_budget_reservations.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -28,6 +28,8 @@ pub(super) fn finish(
         capped,
         timed_out,
         tools_left_out,
+        reservations,
+        over_budget,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -67,6 +69,7 @@ pub(super) fn finish(
     };
     let stop_reason = match &result {
         Ok(done) if done.stopped => super::StopReason::Cancelled,
+        _ if over_budget => super::StopReason::Budget,
         _ if timed_out => super::StopReason::Timeout,
         _ if capped => super::StopReason::Cap,
         _ => super::StopReason::Answer,
@@ -86,6 +89,7 @@ pub(super) fn finish(
             .and_then(|v| v.as_str().map(str::to_owned)),
         route: ctx.route.clone(),
         first_answer: ctx.first_answer.clone(),
+        over_budget: opts.over_budget,
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -122,6 +126,9 @@ pub(super) fn finish(
             outcome: &outcome,
         },
     )?;
+    // The ledger has the calls' cost now: their reservations go.
+    crate::budget::release(ctx.store, reservations)?;
+    let budget = crate::budget::notice(ctx.store, &model.provider.name)?;
     let done = result?;
     let cut_off = matches!(
         done.finish_reason.as_deref(),
@@ -173,5 +180,6 @@ pub(super) fn finish(
         route: info.route,
         first_answer: info.first_answer,
         cut_off,
+        budget,
     })
 }

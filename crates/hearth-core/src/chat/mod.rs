@@ -72,6 +72,9 @@ pub struct ChatOptions {
     pub tools: crate::tools::gate::ToolSettings,
     /// The tier the user chose for this message (default: the router decides).
     pub tier: crate::route::TierChoice,
+    /// Send this message even when it crosses a spending cap (the user chose "this
+    /// message anyway" after a refusal).
+    pub over_budget: bool,
 }
 
 /// What a turn tells its front end as it goes.
@@ -104,6 +107,8 @@ pub enum StopReason {
     Cancelled,
     /// A limit of time ended it.
     Timeout,
+    /// The next call would have crossed a spending cap: the run stopped before it.
+    Budget,
 }
 
 /// Where the memory and retrieved zones come from (issues 4 and 5 fill them).
@@ -139,6 +144,8 @@ pub struct TurnOutcome {
     pub first_answer: Option<String>,
     /// The answer stopped at the model's length limit.
     pub cut_off: bool,
+    /// A spending cap at or past 80 % after this turn (the one closest to full).
+    pub budget: Option<crate::budget::Standing>,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.
@@ -250,6 +257,26 @@ async fn run_stages(
             return Err(e);
         }
     };
+    // A priced call that would cross a spending cap is not sent, and nothing is stored.
+    let first_call = {
+        let (store, models, model) = (ctx.store.clone(), turn.models.clone(), ctx.slots.main.clone());
+        let (input, output) = (assembled.zones.input_tokens(), assembled.zones.output_reserve);
+        let work = crate::budget::Work::User {
+            anyway: opts.over_budget,
+        };
+        tokio::task::spawn_blocking(move || {
+            crate::budget::reserve(&store, &models, &model, (input, u64::from(output)), work)
+        })
+        .await
+        .map_err(|e| crate::Error::Task(e.to_string()))?
+    };
+    let first_call = match first_call {
+        Ok(r) => r,
+        Err(e) => {
+            turn.undo_edit(&opts, turn.encoding)?;
+            return Err(e);
+        }
+    };
     let rows = stream::begin(ctx, &turn, prompt.user())?;
     tools.set_turn(&turn.text, ctx.sources.retrieval.clone());
     // Untrusted text an earlier turn read is still in the prompt: this run is escalated
@@ -267,8 +294,16 @@ async fn run_stages(
         .map_err(|e| crate::Error::InvalidInput(e.to_string()))??;
         tools.set_untrusted_history(earlier);
     }
-    let streamed =
-        stream::stream(ctx, &turn, &prompt, assembled, &rows, &mut tools, on_event).await?;
+    let streamed = stream::stream(
+        ctx,
+        (&turn, &opts),
+        &prompt,
+        (assembled, first_call),
+        &rows,
+        &mut tools,
+        on_event,
+    )
+    .await?;
     tracing::info!(state = "evaluating");
     let outcome = finish::finish(ctx, &opts, &turn, rows, streamed)?;
     tracing::info!(state = "complete", stop_reason = ?outcome.stop_reason, calls = outcome.tool_calls.len());

@@ -34,6 +34,13 @@ impl Prepared {
         if let (Some((user_id, old)), Redo::EditLast) = (&self.redo, opts.redo) {
             self.convs.edit_text(*user_id, old, encoding)?;
         }
+        // A conversation this turn started, still without a message, goes with it.
+        if opts.conversation.is_none()
+            && let Some(id) = &self.conversation
+            && self.convs.messages(id)?.is_empty()
+        {
+            self.convs.delete(id)?;
+        }
         Ok(())
     }
 }

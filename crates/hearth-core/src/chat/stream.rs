@@ -21,6 +21,7 @@ use crate::tokens::Encoding;
 use crate::tools::CallRecord;
 use crate::tools::run::ToolRun;
 use crate::types::{Message, Role, Usage};
+use crate::budget::Reservation;
 use crate::usage::{self, Call};
 
 /// The rows of a saved turn (`None` in a temporary chat).
@@ -80,6 +81,11 @@ pub(super) struct Streamed<'a> {
     pub timed_out: bool,
     /// Tools the tools zone had no room for.
     pub tools_left_out: Vec<String>,
+    /// The calls' reservations against the spending caps (released once the ledger has
+    /// their cost).
+    pub reservations: Vec<Reservation>,
+    /// The run stopped before a call that would have crossed a spending cap.
+    pub over_budget: bool,
 }
 
 
@@ -87,9 +93,9 @@ pub(super) struct Streamed<'a> {
 
 pub(super) async fn stream<'a>(
     ctx: &TurnContext<'a>,
-    turn: &Prepared,
+    (turn, opts): (&Prepared, &super::ChatOptions),
     prompt: &Prompt<'_>,
-    assembled: Assembled,
+    (assembled, first_call): (Assembled, Reservation),
     rows: &Rows,
     tools: &mut ToolRun,
     mut on_event: impl FnMut(super::TurnEvent<'_>) + Send,
@@ -113,12 +119,48 @@ pub(super) async fn stream<'a>(
     let mut budget = RunBudget::start();
     let mut capped = false;
     let mut timed_out = false;
+    // Each priced call's reservation against the spending caps, held until the ledger row.
+    let mut reservations: Vec<Reservation> = Vec::new();
+    let mut next_reservation = Some(first_call);
+    let mut over_budget = false;
+    let first_messages = messages.len();
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
         Ok(loop {
-            let sent = std::mem::take(&mut messages);
             let model = caller.model;
+            // Every call after the first is reserved before it goes (a tool loop stops
+            // before the call that would cross a cap).
+            let reservation = match next_reservation.take() {
+                Some(r) => r,
+                None => {
+                    let grown: usize = messages
+                        .iter()
+                        .skip(first_messages)
+                        .map(|m| m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>())
+                        .sum();
+                    let input = zones.input_tokens() + (grown / 3) as u64;
+                    let (store, models, m) = (ctx.store.clone(), turn.models.clone(), model.clone());
+                    let work = crate::budget::Work::User {
+                        anyway: opts.over_budget,
+                    };
+                    let output = u64::from(zones.output_reserve);
+                    let reserved = tokio::task::spawn_blocking(move || {
+                        crate::budget::reserve(&store, &models, &m, (input, output), work)
+                    })
+                    .await
+                    .map_err(|e| crate::Error::Task(e.to_string()))?;
+                    match reserved {
+                        Ok(r) => r,
+                        Err(crate::Error::OverBudget(_)) => {
+                            over_budget = true;
+                            break Ok(Completion::default());
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            let sent = std::mem::take(&mut messages);
             let request = ChatRequest {
                 model: model.model.clone(),
                 messages: sent.clone(),
@@ -151,6 +193,17 @@ pub(super) async fn stream<'a>(
                     .instrument(span)
                     .await
             };
+            // The reservation now holds the call's real cost, until the turn's ledger row.
+            let call_usage = match &result {
+                Ok(done) => done.usage,
+                Err(e) => e.partial().and_then(|p| p.usage),
+            };
+            let real = match call_usage {
+                Some(u) => turn.models.cost(&model.provider.base_url, &model.model, u),
+                None => Some(0.0),
+            };
+            crate::budget::settle(ctx.store, &reservation, real)?;
+            reservations.push(reservation);
             let error = match &result {
                 Ok(done) if !done.tool_calls.is_empty() && !done.stopped && !capped => {
                     // The model asked for tools: run them through the gate, tell it what
@@ -245,6 +298,8 @@ pub(super) async fn stream<'a>(
     });
     Ok(Streamed {
         result,
+        reservations,
+        over_budget,
         model: caller.model,
         encoding: caller.encoding,
         zones,

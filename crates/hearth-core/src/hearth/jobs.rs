@@ -223,6 +223,14 @@ impl JobRunner {
                 Ok(outcome.result)
             }
             Ok(Err(Error::LeaseLost)) => Err(Error::LeaseLost),
+            // Paused by a spending cap: back in the queue, its attempts untouched, until the
+            // period ends or the cap is raised.
+            Ok(Err(e @ Error::OverBudget(_))) => {
+                tracing::info!("a job is paused by a spending cap");
+                let wait = self.policy.retry_max;
+                blocking(move || store.jobs().postpone(lease, "over_budget", wait)).await?;
+                Err(e)
+            }
             Ok(Err(e)) => {
                 let code = e.code();
                 tracing::warn!(code, attempts, "a job attempt failed; will retry");

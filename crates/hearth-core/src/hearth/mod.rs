@@ -365,6 +365,39 @@ impl Hearth {
         crate::usage::report(&self.inner.store, since, by)
     }
 
+    /// The user's spending caps.
+    pub fn budgets(&self) -> Result<crate::budget::BudgetSettings> {
+        crate::budget::settings(&self.inner.store)
+    }
+
+    /// Sets (`Some(Some(usd))`), removes (`Some(None)`) or keeps (`None`) the daily and
+    /// monthly caps — overall, or for one provider.
+    pub fn set_budget(
+        &self,
+        provider: Option<&str>,
+        daily: Option<Option<f64>>,
+        monthly: Option<Option<f64>>,
+    ) -> Result<crate::budget::BudgetSettings> {
+        let store = &self.inner.store;
+        if let Some(p) = provider
+            && crate::providers::Providers::new(store.clone())
+                .get(p)?
+                .is_none()
+        {
+            return Err(Error::NotFound(format!("there is no provider {p}")));
+        }
+        let mut settings = crate::budget::settings(store)?;
+        settings.set(provider, daily, monthly)?;
+        store.set_setting(crate::budget::BUDGET_SETTING, &settings)?;
+        Ok(settings)
+    }
+
+    /// Where every cap stands: spent since local midnight (or the first of the month),
+    /// calls in flight included.
+    pub fn budget_status(&self) -> Result<Vec<crate::budget::Standing>> {
+        crate::budget::status(&self.inner.store)
+    }
+
     /// Whether the router runs (on unless the user turned it off).
     pub fn routing(&self) -> Result<crate::route::RoutingSettings> {
         Ok(self

@@ -135,6 +135,24 @@ impl Learner {
             max_output_tokens: Some(LEARN_MAX_OUTPUT),
             ..ChatRequest::default()
         };
+        // Learning counts against the spending caps and is the first to pause (at 80 %):
+        // the job fails and is retried later, when the period ends or the cap is raised.
+        let reservation = {
+            let (store, model) = (self.memories.store().clone(), self.fast.clone());
+            let input = (request_len(&request) / 3) as u64;
+            tokio::task::spawn_blocking(move || {
+                let table = crate::models::Models::new(store.clone()).table()?;
+                crate::budget::reserve(
+                    &store,
+                    &table,
+                    &model,
+                    (input, u64::from(LEARN_MAX_OUTPUT)),
+                    crate::budget::Work::Background,
+                )
+            })
+            .await
+            .map_err(|e| crate::Error::Task(e.to_string()))??
+        };
         let never = CancellationToken::new();
         let mut started = std::time::Instant::now();
         let mut call = || {
@@ -174,6 +192,8 @@ impl Learner {
             )
         })
         .await;
+        let store = self.memories.store().clone();
+        let _ = tokio::task::spawn_blocking(move || crate::budget::release(&store, vec![reservation])).await;
         if let Ok(Err(e)) | Err(e) = recorded.map_err(|e| crate::Error::Task(e.to_string())) {
             tracing::warn!(
                 code = e.code(),
@@ -445,4 +465,9 @@ impl Learner {
         }
         Ok(changes)
     }
+}
+
+/// The characters of a request's messages (to estimate its tokens before the call).
+fn request_len(request: &ChatRequest) -> usize {
+    request.messages.iter().map(|m| m.content.len()).sum()
 }
