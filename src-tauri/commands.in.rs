@@ -195,6 +195,27 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         module: "providers_cmd",
+        name: "get_spending",
+        args: None,
+        result: "SpendingDto",
+        windows: &["main"],
+    },
+    Command {
+        module: "providers_cmd",
+        name: "set_budget",
+        args: Some("SetBudgetArgs"),
+        result: "SpendingDto",
+        windows: &["main"],
+    },
+    Command {
+        module: "providers_cmd",
+        name: "set_routing",
+        args: Some("SetRoutingArgs"),
+        result: "SpendingDto",
+        windows: &["main"],
+    },
+    Command {
+        module: "providers_cmd",
         name: "list_model_info",
         args: None,
         result: "Vec<ModelInfoDto>",

@@ -111,6 +111,7 @@ pub fn send_message<R: Runtime>(
         conversation_id,
         text,
         temporary,
+        over_budget,
     } = args.0;
     start_turn(
         app,
@@ -121,6 +122,7 @@ pub fn send_message<R: Runtime>(
             message: text,
             temporary,
             redo: Redo::No,
+            over_budget: over_budget.unwrap_or(false),
             ..Default::default()
         },
     )
@@ -291,6 +293,7 @@ fn start_turn<R: Runtime>(
                                 .and_then(|v| v.as_str().map(str::to_owned)),
                             route: done.route.filter(hearth_core::Route::shown).map(Into::into),
                             first_answer: done.first_answer,
+                            over_budget: done.over_budget,
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),
@@ -298,6 +301,7 @@ fn start_turn<R: Runtime>(
                             .ok()
                             .and_then(|v| v.as_str().map(str::to_owned))
                             .unwrap_or_default(),
+                        budget: done.budget.map(Into::into),
                     },
                 )
             }

@@ -10,8 +10,8 @@ use zeroize::Zeroizing;
 use crate::cmd::blocking;
 use crate::dto::args::*;
 use crate::dto::{
-    DetectedServerDto, ErrorDto, ModelDto, ModelInfoDto, PresetDto, ProviderDto, ProviderTestDto,
-    SlotDto, SlotsDto,
+    DetectedServerDto, ErrorDto, ModelDto, ModelInfoDto, PresetDto, ProviderCapsDto, ProviderDto,
+    ProviderTestDto, SlotDto, SlotsDto, SpendingDto, StandingDto,
 };
 use crate::state::AppState;
 
@@ -193,6 +193,70 @@ pub async fn set_slots(
     blocking(move || providers.set_slots(&choices))
         .await
         .map(slots_dto)
+}
+
+/// The caps, where each stands, and the router's switches.
+fn spending(hearth: &hearth_core::Hearth) -> Result<SpendingDto, hearth_core::Error> {
+    let caps = hearth.budgets()?;
+    let routing = hearth.routing()?;
+    Ok(SpendingDto {
+        daily_usd: caps.overall.daily_usd,
+        monthly_usd: caps.overall.monthly_usd,
+        providers: caps
+            .providers
+            .into_iter()
+            .map(|(provider, c)| ProviderCapsDto {
+                provider,
+                daily_usd: c.daily_usd,
+                monthly_usd: c.monthly_usd,
+            })
+            .collect(),
+        status: hearth
+            .budget_status()?
+            .into_iter()
+            .map(StandingDto::from)
+            .collect(),
+        routing: routing.enabled,
+        cascade: routing.cascade,
+    })
+}
+
+#[tauri::command]
+pub async fn get_spending(state: State<'_, AppState>) -> Result<SpendingDto, ErrorDto> {
+    let hearth = state.hearth()?.clone();
+    blocking(move || spending(&hearth)).await
+}
+
+#[tauri::command]
+pub async fn set_budget(
+    state: State<'_, AppState>,
+    args: Args<SetBudgetArgs>,
+) -> Result<SpendingDto, ErrorDto> {
+    let SetBudgetArgs {
+        provider,
+        daily_usd,
+        monthly_usd,
+    } = args.0;
+    let hearth = state.hearth()?.clone();
+    blocking(move || {
+        hearth.set_budget(provider.as_deref(), Some(daily_usd), Some(monthly_usd))?;
+        spending(&hearth)
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn set_routing(
+    state: State<'_, AppState>,
+    args: Args<SetRoutingArgs>,
+) -> Result<SpendingDto, ErrorDto> {
+    let SetRoutingArgs { enabled, cascade } = args.0;
+    let hearth = state.hearth()?.clone();
+    blocking(move || {
+        hearth.set_routing(hearth_core::RoutingSettings { enabled, cascade })?;
+        spending(&hearth)
+    })
+    .await
 }
 
 #[tauri::command]

@@ -132,6 +132,7 @@ fn the_app_and_the_cli_refuse_the_same_mistakes_with_the_same_error() {
             conversation_id: None,
             text: "  \n ".into(),
             temporary: false,
+            over_budget: None,
         }),
     ));
     assert_eq!(shell, "invalid_input");

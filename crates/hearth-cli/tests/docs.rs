@@ -16,6 +16,7 @@ const COMMANDS: &[&[&str]] = &[
     &["providers", "slots"],
     &["providers", "routing"],
     &["usage"],
+    &["usage", "budget"],
     &["memory"],
     &["memory", "list"],
     &["memory", "add"],
@@ -144,6 +145,7 @@ fn every_error_code_the_engine_can_return_is_documented() {
         "confirmation_required",
         "not_found",
         "lease_lost",
+        "over_budget",
         "provider_redirect",
         "provider_insecure",
     ] {

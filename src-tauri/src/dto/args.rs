@@ -56,6 +56,10 @@ pub struct SendMessageArgs {
     pub conversation_id: Option<String>,
     pub text: String,
     pub temporary: bool,
+    /// Send it even over a spending cap (the user chose "Send this message anyway").
+    #[serde(default)]
+    #[ts(optional)]
+    pub over_budget: Option<bool>,
 }
 
 /// The arguments of `stop_turn`.
@@ -107,6 +111,24 @@ pub struct SetSlotsArgs {
     pub fast: Option<SlotDto>,
     pub fallback: Option<SlotDto>,
     pub fallback_enabled: bool,
+}
+
+/// The arguments of `set_budget`: the caps to keep (`null` removes one), overall or for
+/// one provider.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetBudgetArgs {
+    pub provider: Option<String>,
+    pub daily_usd: Option<f64>,
+    pub monthly_usd: Option<f64>,
+}
+
+/// The arguments of `set_routing`.
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SetRoutingArgs {
+    pub enabled: bool,
+    pub cascade: bool,
 }
 
 /// The arguments of `set_model_info`.

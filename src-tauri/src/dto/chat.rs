@@ -190,6 +190,7 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
                 .filter(hearth_core::Route::shown)
                 .map(RouteDto::from),
             first_answer: t.first_answer,
+            over_budget: t.over_budget,
         }
     }
 }
@@ -243,6 +244,8 @@ pub struct TurnInfoDto {
     pub route: Option<RouteDto>,
     /// The fast model's answer a cascade replaced with this one (shown under it).
     pub first_answer: Option<String>,
+    /// The user sent this message over a spending cap.
+    pub over_budget: bool,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.
@@ -283,8 +286,10 @@ pub struct ChatDoneEvent {
     pub sources: Vec<super::SourceDto>,
     /// The tool calls of the turn, in order.
     pub tool_calls: Vec<ToolCallDto>,
-    /// Why the run ended: `answer`, `cap`, `cancelled` or `timeout`.
+    /// Why the run ended: `answer`, `cap`, `cancelled`, `timeout` or `budget`.
     pub stop_reason: String,
+    /// A spending cap at or past 80 % after this turn (the one closest to full).
+    pub budget: Option<super::StandingDto>,
 }
 
 /// A turn that failed.

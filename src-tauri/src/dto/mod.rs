@@ -190,6 +190,7 @@ const IMPORTS: &[&str] = &[
     "ShortcutStatus",
     "SlotDto",
     "SlotsDto",
+    "SpendingDto",
     "StatusDto",
     "ToolDto",
     "UpdateOfferDto",

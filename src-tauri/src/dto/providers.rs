@@ -98,3 +98,56 @@ pub struct ModelInfoDto {
     /// The user changed or added this row.
     pub edited: bool,
 }
+
+/// Where one spending cap stands.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct StandingDto {
+    /// `day` or `month`.
+    pub period: String,
+    /// `null`: the overall cap.
+    pub provider: Option<String>,
+    pub spent_usd: f64,
+    pub cap_usd: f64,
+    /// "You have spent $4.10 of your daily budget of $5.00 (82 %)."
+    pub text: String,
+}
+
+impl From<hearth_core::BudgetStanding> for StandingDto {
+    fn from(s: hearth_core::BudgetStanding) -> Self {
+        Self {
+            period: match s.period {
+                hearth_core::BudgetPeriod::Day => "day",
+                hearth_core::BudgetPeriod::Month => "month",
+            }
+            .to_owned(),
+            text: s.describe(),
+            provider: s.provider,
+            spent_usd: s.spent_usd,
+            cap_usd: s.cap_usd,
+        }
+    }
+}
+
+/// One provider's caps.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ProviderCapsDto {
+    pub provider: String,
+    pub daily_usd: Option<f64>,
+    pub monthly_usd: Option<f64>,
+}
+
+/// Settings → Spending: the caps, where each stands, and the router's switches.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct SpendingDto {
+    pub daily_usd: Option<f64>,
+    pub monthly_usd: Option<f64>,
+    pub providers: Vec<ProviderCapsDto>,
+    pub status: Vec<StandingDto>,
+    /// The router picks the fast or the main model for each message.
+    pub routing: bool,
+    /// Fast answers that fail a check are answered again by the main model.
+    pub cascade: bool,
+}

@@ -43,6 +43,13 @@ import {
 } from './tool-calls';
 import { fail, sleep, type HandlersFor } from './types';
 
+/** Scenario `over-budget`: a message sent without "anyway" is held back by the daily cap. */
+export const OVER_BUDGET_FAILURE: ErrorDto = {
+  code: 'over_budget',
+  message:
+    'This message was not sent: it would cross your daily budget ($4.98 of $5.00 spent; it may cost up to $0.0370). Send this message anyway, switch to a local model, or raise the cap.',
+};
+
 export const CHAT_FAILURE: ErrorDto = {
   code: 'provider_auth',
   message: 'TestProvider rejected the request (401): check your API key for TestProvider',
@@ -165,6 +172,7 @@ function toolConversation(now: number): StoredConversation {
         stop_reason: 'answer',
         route: null,
         first_answer: null,
+        over_budget: false,
       },
       tool_calls: structuredClone(DRAFTS_CALLS),
     },
@@ -184,6 +192,7 @@ function toolConversation(now: number): StoredConversation {
         stop_reason: 'answer',
         route: null,
         first_answer: null,
+        over_budget: false,
       },
       tool_calls: structuredClone(TODO_CALLS),
     },
@@ -213,6 +222,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         stop_reason: 'answer',
         route: null,
         first_answer: null,
+        over_budget: false,
       },
     },
   ];
@@ -242,6 +252,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           stop_reason: 'answer',
           route: null,
           first_answer: null,
+        over_budget: false,
         },
       },
     ];
@@ -262,6 +273,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           stop_reason: 'answer',
           route: null,
           first_answer: null,
+        over_budget: false,
         },
       },
     ];
@@ -311,6 +323,10 @@ export function createChatMock(options: {
   let failNext = false;
   let nextStopReason: 'cap' | 'timeout' | null = null;
   const stopRequested = new Set<number>();
+  /** Turns a spending cap holds back (scenario `over-budget`). */
+  const heldBack = new Set<number>();
+  /** Turns sent over the cap ("Send this message anyway"). */
+  const sentAnyway = new Set<number>();
 
   const estimate = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
 
@@ -365,6 +381,7 @@ export function createChatMock(options: {
       stop_reason: 'answer',
       route: null,
       first_answer: null,
+        over_budget: false,
     };
   }
 
@@ -393,6 +410,10 @@ export function createChatMock(options: {
     pieces: string[],
   ): Promise<void> {
     await sleep(chatDelay);
+    if (heldBack.delete(turnId)) {
+      await emit('chat_failed', { turn_id: turnId, ...OVER_BUDGET_FAILURE });
+      return;
+    }
     if (scenario === 'chat-fails' || failNext) {
       failNext = false;
       await emit('chat_failed', { turn_id: turnId, ...CHAT_FAILURE });
@@ -452,6 +473,8 @@ export function createChatMock(options: {
     const turn = turnInfo(answeredBy, history, question, answer);
     if (answeredBy !== main) turn.fallback_from = main.model;
     turn.stop_reason = stopped ? 'cancelled' : stopReason;
+    const overCap = sentAnyway.delete(turnId);
+    if (overCap) turn.over_budget = true;
     if (firstAnswer !== null) {
       turn.route = {
         tier: 'strong',
@@ -489,6 +512,15 @@ export function createChatMock(options: {
       sources,
       tool_calls: toolCalls,
       stop_reason: stopped ? 'cancelled' : stopReason,
+      budget: overCap
+        ? {
+            period: 'day',
+            provider: null,
+            spent_usd: 5.02,
+            cap_usd: 5,
+            text: 'You have spent $5.02 of your daily budget of $5.00 (100 %).',
+          }
+        : null,
     });
     // After the answer, the core reconciles memory in the background (never for a temporary chat).
     if (conversation && messageId !== null && !stopped) options.memory().afterAnswer(conversation.id, messageId);
@@ -519,8 +551,15 @@ export function createChatMock(options: {
     chat_status: () => providers.chatStatus(),
     list_conversations: () => listing(),
     get_messages: ({ conversationId }) => structuredClone(find(conversationId).log),
-    send_message: ({ conversationId, text, temporary }) => {
+    send_message: ({ conversationId, text, temporary, overBudget }) => {
       requireReady();
+      if (scenario === 'over-budget' && overBudget !== true) {
+        // Held back before anything is stored.
+        const turnId = nextTurnId++;
+        heldBack.add(turnId);
+        void streamTurn(turnId, null, text, []);
+        return { turn_id: turnId };
+      }
       let conversation: StoredConversation | null = null;
       // chat-fails: the provider refuses before anything is stored.
       if (!temporary && scenario !== 'chat-fails') {
@@ -535,7 +574,9 @@ export function createChatMock(options: {
         conversation.messages = conversation.log.length;
         conversation.updated_at = Date.now();
       }
-      return startTurn(conversation, text, answerFor(text));
+      const started = startTurn(conversation, text, answerFor(text));
+      if (overBudget === true) sentAnyway.add(started.turn_id);
+      return started;
     },
     regenerate: ({ conversationId }) => {
       requireReady();

@@ -13,6 +13,7 @@ import type { PresetDto } from '../lib/bindings/PresetDto';
 import type { ProviderDto } from '../lib/bindings/ProviderDto';
 import type { ProviderTestDto } from '../lib/bindings/ProviderTestDto';
 import type { SlotsDto } from '../lib/bindings/SlotsDto';
+import type { SpendingDto } from '../lib/bindings/SpendingDto';
 import type { Scenario } from './scenarios';
 import { fail, sleep, type HandlersFor } from './types';
 
@@ -99,7 +100,10 @@ type ProviderCommand =
   | 'set_slots'
   | 'list_model_info'
   | 'set_model_info'
-  | 'reset_model_info';
+  | 'reset_model_info'
+  | 'get_spending'
+  | 'set_budget'
+  | 'set_routing';
 
 type StoredProvider = ProviderDto & { key: string | null };
 
@@ -131,6 +135,35 @@ export function createProvidersMock(options: {
           { name: 'local', preset: 'ollama', protocol: 'openai', base_url: 'http://localhost:11434/v1', key_location: 'none', key: null },
           { name: 'openai', preset: 'openai', protocol: 'openai', base_url: 'https://api.openai.com/v1', key_location: 'keyring', key: 'sk-test' },
         ];
+  // Spending: scenario `over-budget` has a $5 daily cap with $4.98 spent.
+  let spending: SpendingDto = {
+    daily_usd: scenario === 'over-budget' ? 5 : null,
+    monthly_usd: null,
+    providers: [],
+    status: [],
+    routing: true,
+    cascade: false,
+  };
+  const spent = scenario === 'over-budget' ? 4.98 : 0;
+  const spendingNow = (): SpendingDto => {
+    const status = [
+      ['day', spending.daily_usd, 'daily'],
+      ['month', spending.monthly_usd, 'monthly'],
+    ].flatMap(([period, cap, word]) =>
+      typeof cap === 'number'
+        ? [
+            {
+              period: String(period),
+              provider: null,
+              spent_usd: spent,
+              cap_usd: cap,
+              text: `You have spent $${spent.toFixed(2)} of your ${String(word)} budget of $${cap.toFixed(2)} (${cap > 0 ? Math.round((spent / cap) * 100) : 100} %).`,
+            },
+          ]
+        : [],
+    );
+    return structuredClone({ ...spending, status });
+  };
   let slots: SlotsDto =
     scenario === 'no-provider'
       ? { main: null, fast: null, fallback: null, fallback_enabled: false, from_env: false }
@@ -252,6 +285,19 @@ export function createProvidersMock(options: {
       );
     },
     get_slots: () => structuredClone(slots),
+    get_spending: () => spendingNow(),
+    set_budget: ({ provider, dailyUsd, monthlyUsd }) => {
+      if (provider !== null) fail('not_found', `there is no provider ${provider}`);
+      for (const v of [dailyUsd, monthlyUsd]) {
+        if (v !== null && (!Number.isFinite(v) || v < 0 || v > 1_000_000)) fail('invalid_input', 'a cap must be between 0 and 1000000 USD');
+      }
+      spending = { ...spending, daily_usd: dailyUsd, monthly_usd: monthlyUsd };
+      return spendingNow();
+    },
+    set_routing: ({ enabled, cascade }) => {
+      spending = { ...spending, routing: enabled, cascade };
+      return spendingNow();
+    },
     set_slots: ({ main, fast, fallback, fallbackEnabled }) => {
       for (const slot of [main, fast, fallback]) {
         if (slot === null) continue;

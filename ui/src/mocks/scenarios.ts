@@ -17,6 +17,7 @@ export const SCENARIOS = [
   'consent-temporary',
   'tool-calls',
   'cascade',
+  'over-budget',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 

@@ -181,5 +181,6 @@ pub(super) fn finish(
         first_answer: info.first_answer,
         cut_off,
         budget,
+        over_budget: info.over_budget,
     })
 }

@@ -146,6 +146,8 @@ pub struct TurnOutcome {
     pub cut_off: bool,
     /// A spending cap at or past 80 % after this turn (the one closest to full).
     pub budget: Option<crate::budget::Standing>,
+    /// The user sent this message over a spending cap.
+    pub over_budget: bool,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.

@@ -31,4 +31,8 @@ route: RouteDto | null,
 /**
  * The fast model's answer a cascade replaced with this one (shown under it).
  */
-first_answer: string | null, };
+first_answer: string | null, 
+/**
+ * The user sent this message over a spending cap.
+ */
+over_budget: boolean, };

@@ -50,6 +50,7 @@ import type { SendResultDto } from "./SendResultDto";
 import type { ShortcutStatus } from "./ShortcutStatus";
 import type { SlotDto } from "./SlotDto";
 import type { SlotsDto } from "./SlotsDto";
+import type { SpendingDto } from "./SpendingDto";
 import type { StatusDto } from "./StatusDto";
 import type { ToolDto } from "./ToolDto";
 import type { UpdateOfferDto } from "./UpdateOfferDto";
@@ -67,7 +68,11 @@ export type Commands = {
   chat_status: { args: Record<string, never>; result: ChatStatusDto };
   list_conversations: { args: Record<string, never>; result: Array<ConversationDto> };
   get_messages: { args: { conversationId: string, }; result: Array<MessageDto> };
-  send_message: { args: { conversationId: string | null, text: string, temporary: boolean, }; result: SendResultDto };
+  send_message: { args: { conversationId: string | null, text: string, temporary: boolean, 
+/**
+ * Send it even over a spending cap (the user chose "Send this message anyway").
+ */
+overBudget?: boolean, }; result: SendResultDto };
   stop_turn: { args: { turnId: number, }; result: null };
   delete_conversation: { args: { conversationId: string, deleteMemories: boolean, }; result: null };
   count_conversation_memories: { args: { conversationId: string, }; result: number };
@@ -82,6 +87,9 @@ export type Commands = {
   detect_local_servers: { args: Record<string, never>; result: Array<DetectedServerDto> };
   get_slots: { args: Record<string, never>; result: SlotsDto };
   set_slots: { args: { main: SlotDto, fast: SlotDto | null, fallback: SlotDto | null, fallbackEnabled: boolean, }; result: SlotsDto };
+  get_spending: { args: Record<string, never>; result: SpendingDto };
+  set_budget: { args: { provider: string | null, dailyUsd: number | null, monthlyUsd: number | null, }; result: SpendingDto };
+  set_routing: { args: { enabled: boolean, cascade: boolean, }; result: SpendingDto };
   list_model_info: { args: Record<string, never>; result: Array<ModelInfoDto> };
   set_model_info: { args: { model: string, contextWindow: number | null, inputUsdPerMtok: number | null, outputUsdPerMtok: number | null, cachedUsdPerMtok: number | null, }; result: Array<ModelInfoDto> };
   reset_model_info: { args: { model: string, }; result: Array<ModelInfoDto> };

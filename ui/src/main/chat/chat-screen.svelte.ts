@@ -30,6 +30,10 @@ type Turn = {
   stream: TurnStream;
   /** What started it: a new message, Regenerate, or Edit & resend. */
   kind: 'send' | 'regenerate' | 'edit';
+  /** For a new message: its text, where it went, and whether it was a temporary chat. */
+  sent?: { text: string; temporary: boolean };
+  /** For a new message: the key of the question it added to the log. */
+  questionKey?: string;
   /** The conversation it runs in (null: a new or temporary chat). */
   conversationId: string | null;
   /** The assistant message this turn fills. */
@@ -74,6 +78,11 @@ export class ChatScreen {
   contextKey = $state<string | null>(null);
   /** A Regenerate or Edit failed: the core already dropped the old answer, so offer to try again. */
   retryable = $state(false);
+  /**
+   * A message a spending cap held back (nothing was stored): its text, for "Send this message
+   * anyway". Shown with the error until the next message.
+   */
+  overBudget = $state<{ text: string; temporary: boolean; conversationId: string | null } | null>(null);
   /** The stored message a memory's "Open" asked to show. */
   highlightId = $state<number | null>(null);
 
@@ -405,17 +414,33 @@ export class ChatScreen {
   readonly send = async (): Promise<void> => {
     const text = this.draft.trim();
     if (!this.ready || this.streaming || text === '') return;
-    const conversationId = this.temporary ? null : this.activeId;
-    const isTemporary = this.temporary;
+    await this.sendText(text, this.temporary ? null : this.activeId, this.temporary, false);
+  };
+
+  /** "Send this message anyway": the message a spending cap held back, sent over the cap. */
+  readonly sendAnyway = async (): Promise<void> => {
+    const held = this.overBudget;
+    if (!held || !this.ready || this.streaming) return;
+    await this.sendText(held.text, held.conversationId, held.temporary, true);
+  };
+
+  private async sendText(
+    text: string,
+    conversationId: string | null,
+    isTemporary: boolean,
+    overBudget: boolean,
+  ): Promise<void> {
     const assistantKey = this.key();
+    this.overBudget = null;
     this.error = null;
     this.retryable = false;
     this.stickToBottom = true;
     this.contextKey = null;
     this.highlightId = null;
+    const questionKey = this.key();
     this.messages.push(
       {
-        key: this.key(),
+        key: questionKey,
         id: null,
         role: 'user',
         content: text,
@@ -427,10 +452,15 @@ export class ChatScreen {
       },
       streamingMessage(assistantKey),
     );
-    this.draft = '';
+    if (!overBudget || this.draft.trim() === text) this.draft = '';
     const current = this.newTurn('send', conversationId, assistantKey);
-    await this.runTurn(current, () => call('send_message', { conversationId, text, temporary: isTemporary }), null);
-  };
+    current.sent = { text, temporary: isTemporary };
+    current.questionKey = questionKey;
+    const args = overBudget
+      ? { conversationId, text, temporary: isTemporary, overBudget: true }
+      : { conversationId, text, temporary: isTemporary };
+    await this.runTurn(current, () => call('send_message', args), null);
+  }
 
   /** Answer the last question again: replaces the last answer (or answers a question left without one). */
   readonly regenerate = async (): Promise<void> => {
@@ -486,6 +516,8 @@ export class ChatScreen {
       message.stopReason = done.stop_reason;
       message.improving = null;
     }
+    // A spending cap at 80 % or more: said once the answer is in.
+    if (done.budget) notify(done.budget.text, 'info', 8000);
     this.turn = null;
     if (current.view === this.view && done.conversation_id !== null) this.activeId = done.conversation_id;
     if (current.kind !== 'send' && current.conversationId !== null) {
@@ -506,6 +538,15 @@ export class ChatScreen {
         message.state = 'failed';
         // A call still shown as running never ended: its outcome is unknown.
         message.toolCalls = ended;
+      }
+      // A spending cap held the message back: nothing was stored, so the question goes from
+      // the log too, and the error offers to send it anyway.
+      if (failure.code === 'over_budget' && current.sent) {
+        const question = current.questionKey;
+        this.messages = this.messages.filter((m) => m.key !== question && m.key !== current.key);
+        this.overBudget = { ...current.sent, conversationId: current.conversationId };
+        // The words stay in the composer, to send with another model or later.
+        if (this.draft.trim() === '') this.draft = current.sent.text;
       }
       if (current.view === this.view) {
         this.error = failure;

@@ -2,7 +2,7 @@
  * A Settings section another screen asked to show (e.g. Chat's "Set up a provider…" →
  * Providers). The Settings screen scrolls to it and focuses its heading once mounted.
  */
-export type SettingsSection = 'providers';
+export type SettingsSection = 'providers' | 'models' | 'spending';
 
 const pending = $state<{ id: SettingsSection | null }>({ id: null });
 

@@ -1,0 +1,108 @@
+// Spending caps and routing: Settings → Spending and routing (caps saved with set_budget, the
+// router's switches with set_routing, where each cap stands), and Chat when a cap holds a
+// message back (the three ways on; "Send this message anyway" sends it over the cap and the
+// answer's notice says where the cap stands). Against the mock core with the production CSP.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { assertAxeClean, assertNoProblems, flat, ipcCalls, mockServer, screenshot, session, until } from './harness.mjs';
+
+const server = mockServer();
+const url = (hash, scenario) => `${server.origin}/index.html${scenario ? `?scenario=${scenario}` : ''}#/${hash}`;
+const composer = (page) => page.getByRole('textbox', { name: 'Message Hearth' });
+
+describe('Settings → Spending and routing', () => {
+  test('saves caps, shows where each stands, refuses a cap that is not an amount, and sets the router', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('settings'));
+    const heading = page.getByRole('heading', { level: 2, name: 'Spending and routing' });
+    await heading.waitFor();
+    const section = page.locator('section[data-section="spending"]');
+    const routing = section.getByRole('checkbox', { name: 'Send simple messages to the fast model' });
+    const cascade = section.getByRole('checkbox', { name: /Check fast answers/ });
+    assert.equal(await routing.isChecked(), true);
+    assert.equal(await cascade.isChecked(), false);
+    await cascade.check();
+    await until(page, () => window.__ipcCalls.some((c) => c.cmd === 'set_routing' && c.args.cascade === true));
+    // With routing off, the cascade cannot be turned on.
+    await routing.uncheck();
+    await until(page, () => document.querySelector('section[data-section="spending"] input[type="checkbox"]:disabled') !== null);
+    const calls = await ipcCalls(page, 'set_routing');
+    assert.deepEqual(calls.at(-1), { enabled: false, cascade: true });
+
+    assert.equal(await section.locator('[data-testid="standing"]').count(), 0);
+    await section.getByLabel('Per day').fill('lots');
+    await section.getByRole('button', { name: 'Save caps' }).click();
+    assert.equal(
+      flat(await section.locator('.field-error').textContent()),
+      'A cap is an amount in US dollars (0 to 1,000,000), or empty for none.',
+    );
+    await section.getByLabel('Per day').fill('5');
+    await section.getByLabel('Per month').fill('60');
+    await section.getByRole('button', { name: 'Save caps' }).click();
+    await section.locator('[data-testid="standing"]').nth(1).waitFor();
+    assert.deepEqual(await ipcCalls(page, 'set_budget'), [{ provider: null, dailyUsd: 5, monthlyUsd: 60 }]);
+    assert.equal(
+      flat(await section.locator('[data-testid="standing"]').first().textContent()),
+      'You have spent $0.00 of your daily budget of $5.00 (0 %).',
+    );
+    // Emptied: no cap.
+    await section.getByLabel('Per month').fill('');
+    await section.getByRole('button', { name: 'Save caps' }).click();
+    await until(page, () => document.querySelectorAll('[data-testid="standing"]').length === 1);
+    assertNoProblems(problems);
+  });
+
+  for (const colorScheme of ['light', 'dark']) {
+    test(`is accessible (${colorScheme})`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await page.goto(url('settings', 'over-budget'));
+      const section = page.locator('section[data-section="spending"]');
+      await section.locator('[data-testid="standing"]').waitFor();
+      await section.scrollIntoViewIfNeeded();
+      await assertAxeClean(page);
+      await screenshot(page, `settings-spending-${colorScheme}`);
+      assertNoProblems(problems);
+    });
+  }
+});
+
+describe('Chat over a spending cap', () => {
+  test('a held-back message offers three ways on; "Send this message anyway" sends it and says where the cap stands', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('chat', 'over-budget'));
+    await composer(page).waitFor();
+    await composer(page).fill('What should I cook tonight?');
+    await composer(page).press('Enter');
+    const alert = page.getByRole('alert').filter({ hasText: 'This message would go over your budget' });
+    await alert.waitFor();
+    assert.match(flat(await alert.textContent()), /would cross your daily budget \(\$4\.98 of \$5\.00 spent/);
+    // Nothing was stored: the question is not in the log, and its words are back in the composer.
+    assert.equal(await page.locator('[role="log"] article').count(), 0);
+    assert.equal(await composer(page).inputValue(), 'What should I cook tonight?');
+    const ways = alert.getByRole('group', { name: 'Ways on' });
+    assert.deepEqual(
+      (await ways.locator('button, a').allTextContents()).map(flat),
+      ['Send this message anyway', 'Use a local model…', 'Raise the cap…'],
+    );
+    await screenshot(page, 'chat-over-budget');
+
+    await ways.getByRole('button', { name: 'Send this message anyway' }).click();
+    await page.locator('[role="log"] article.assistant .usage').waitFor();
+    const sent = await ipcCalls(page, 'send_message');
+    assert.deepEqual(sent, [
+      { conversationId: null, text: 'What should I cook tonight?', temporary: false },
+      { conversationId: null, text: 'What should I cook tonight?', temporary: false, overBudget: true },
+    ]);
+    assert.equal(await composer(page).inputValue(), '');
+    assert.equal(await alert.count(), 0);
+    await page.getByText('You have spent $5.02 of your daily budget of $5.00 (100 %).').waitFor();
+
+    // "Raise the cap…" opens Settings at the caps.
+    await composer(page).fill('And dessert?');
+    await composer(page).press('Enter');
+    await alert.waitFor();
+    await ways.getByRole('link', { name: 'Raise the cap…' }).click();
+    await until(page, () => document.activeElement?.id === 'spending-title');
+    assertNoProblems(problems);
+  });
+});
