@@ -294,6 +294,7 @@ fn start_turn<R: Runtime>(
                             route: done.route.filter(hearth_core::Route::shown).map(Into::into),
                             first_answer: done.first_answer,
                             over_budget: done.over_budget,
+                            cached: done.cached,
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),

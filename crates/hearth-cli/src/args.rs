@@ -333,6 +333,23 @@ pub enum ProvidersCommand {
         #[arg(long)]
         no_cascade: bool,
     },
+    /// Show or set the exact response cache (off by default): an answer is reused only for
+    /// a request identical in every byte — model, tools, memory, passages, history and
+    /// message — never for Regenerate, a temporary chat, or a call that carries tool results.
+    Cache {
+        /// Save answers and reuse them.
+        #[arg(long, conflicts_with = "off")]
+        on: bool,
+        /// Save nothing (and remove what is saved).
+        #[arg(long)]
+        off: bool,
+        /// How long a saved answer is used, in hours (default 24).
+        #[arg(long, value_name = "HOURS")]
+        ttl_hours: Option<u32>,
+        /// Remove every saved answer.
+        #[arg(long)]
+        clear: bool,
+    },
     /// Remove a provider and its stored key.
     Remove {
         name: String,

@@ -147,6 +147,11 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 route.describe()
             );
         }
+        if outcome.cached && !json {
+            eprintln!(
+                "note: answered from the response cache (the same request was answered before; `hearth providers cache --clear` empties it)"
+            );
+        }
         if let Some(standing) = &outcome.budget
             && !json
         {
@@ -184,6 +189,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "route": outcome.route,
                 "first_answer": outcome.first_answer,
                 "budget": outcome.budget,
+                "cached": outcome.cached,
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,

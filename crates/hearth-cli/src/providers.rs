@@ -211,6 +211,48 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                 );
             }
         }
+        ProvidersCommand::Cache {
+            on,
+            off,
+            ttl_hours,
+            clear,
+        } => {
+            let hearth = Hearth::open_oneshot(&open_options()?)?;
+            let mut settings = hearth.response_cache()?;
+            if on || off || ttl_hours.is_some() {
+                if on || off {
+                    settings.enabled = on;
+                }
+                if let Some(h) = ttl_hours {
+                    settings.ttl_hours = h;
+                }
+                hearth.set_response_cache(settings)?;
+            }
+            let cleared = if clear {
+                hearth.clear_response_cache()?
+            } else {
+                0
+            };
+            let settings = hearth.response_cache()?;
+            let entries = hearth.response_cache_entries()?;
+            if out.json {
+                out.print_json(&serde_json::json!({
+                    "enabled": settings.enabled,
+                    "ttl_hours": settings.ttl_hours,
+                    "entries": entries,
+                    "cleared": cleared,
+                }));
+            } else {
+                println!(
+                    "response cache   {} (answers kept {} h; {entries} saved)",
+                    if settings.enabled { "on" } else { "off" },
+                    settings.ttl_hours
+                );
+                if clear {
+                    println!("removed {cleared} saved answer(s)");
+                }
+            }
+        }
         ProvidersCommand::Remove { name, yes } => {
             if !yes && !secrets::confirm(&format!("Remove provider {name} and its stored API key?"))
             {

@@ -15,6 +15,7 @@ const COMMANDS: &[&[&str]] = &[
     &["providers", "detect"],
     &["providers", "slots"],
     &["providers", "routing"],
+    &["providers", "cache"],
     &["usage"],
     &["usage", "budget"],
     &["memory"],

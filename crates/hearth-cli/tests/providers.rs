@@ -927,3 +927,144 @@ async fn a_daily_cap_warns_at_80_percent_refuses_past_100_and_offers_three_ways_
     assert!(out.status.success(), "{raised}");
     assert_eq!(raised["status"], serde_json::json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_response_cache_answers_only_a_request_identical_in_every_byte() {
+    let text = |t: &str| stream(text_stream(&[t], Some((50, 5, 0))));
+    let server = LlmServer::start(vec![
+        text("Lima."),
+        text("Santiago."),
+        text("Lima, where your trip starts."),
+        text("Lima, again."),
+        stream(tool_call_stream(&[(
+            "t1",
+            "list_directory",
+            r#"{"path": "."}"#,
+        )])),
+        text("Nothing there."),
+        stream(tool_call_stream(&[(
+            "t2",
+            "list_directory",
+            r#"{"path": "."}"#,
+        )])),
+        text("Still nothing."),
+        text("Lima, regenerated."),
+        text("Lima, temporarily."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let (out, on) = run(&home, &server, &["providers", "cache", "--on"]).await;
+    assert!(out.status.success(), "{on}");
+    assert_eq!(
+        on,
+        serde_json::json!({"enabled": true, "ttl_hours": 24, "entries": 0, "cleared": 0})
+    );
+    let question = "What's the capital of Peru?";
+
+    // Asked in a new chat, then again in another: the second answer is the saved one, and
+    // the server is not called.
+    let (_, first) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(first["cached"], false, "{first}");
+    let (_, again) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(again["answer"], "Lima.", "{again}");
+    assert_eq!(again["cached"], true);
+    assert_eq!(server.seen().len(), 1);
+    let b = again["conversation"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
+    let (_, shown) = run(&home, &server, &["conversations", "show", &b]).await;
+    assert_eq!(shown[1]["turn"]["cached"], true, "{shown}");
+
+    // Other history: a miss.
+    let (_, chile) = run(
+        &home,
+        &server,
+        &["chat", "--conversation", &b, "And of Chile?"],
+    )
+    .await;
+    assert_eq!(chile["answer"], "Santiago.", "{chile}");
+    assert_eq!(chile["cached"], false);
+
+    // A memory in the prompt now: a miss; asked again with the same memory: a hit.
+    let (out, memory) = run(
+        &home,
+        &server,
+        &[
+            "memory",
+            "add",
+            "--pin",
+            "User is planning a trip to Peru in May.",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{memory}");
+    let (_, with_memory) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(
+        with_memory["answer"], "Lima, where your trip starts.",
+        "{with_memory}"
+    );
+    assert!(with_memory["context"]["memory"].as_u64().unwrap_or(0) > 0);
+    let (_, hit) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(hit["answer"], "Lima, where your trip starts.", "{hit}");
+    assert_eq!(hit["cached"], true);
+    // Deleting the memory purges every answer that carried one.
+    let (_, cache) = run(&home, &server, &["providers", "cache"]).await;
+    assert_eq!(
+        cache["entries"], 3,
+        "Peru, Chile, Peru with the memory: {cache}"
+    );
+    let id = memory["id"].as_str().expect("memory id");
+    let (out, _) = run(&home, &server, &["memory", "delete", id]).await;
+    assert!(out.status.success());
+    let (_, cache) = run(&home, &server, &["providers", "cache"]).await;
+    assert_eq!(
+        cache["entries"], 2,
+        "the answers without memory are left: {cache}"
+    );
+
+    // Deleting the conversation it came from removes it: asked again, the model answers.
+    let a = first["conversation"].as_str().expect("conversation");
+    let (out, _) = run(&home, &server, &["conversations", "delete", a, "--yes"]).await;
+    assert!(out.status.success());
+    let (_, cache) = run(&home, &server, &["providers", "cache"]).await;
+    assert_eq!(
+        cache["entries"], 1,
+        "Chile's, in the other conversation: {cache}"
+    );
+    let (_, fresh) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(fresh["answer"], "Lima, again.", "{fresh}");
+
+    // A turn whose model called a tool is never saved: the same request asks again.
+    for expected in ["Nothing there.", "Still nothing."] {
+        let (out, listed) = run(&home, &server, &["chat", "What is in my notes folder?"]).await;
+        assert!(out.status.success(), "{listed}");
+        assert_eq!(listed["answer"], expected, "{listed}");
+        assert_eq!(listed["cached"], false);
+    }
+
+    // Regenerate exists to get a new answer; a temporary chat neither reads nor saves.
+    let f = fresh["conversation"].as_str().expect("conversation");
+    let (_, regenerated) = run(
+        &home,
+        &server,
+        &["chat", "--conversation", f, "--regenerate"],
+    )
+    .await;
+    assert_eq!(regenerated["answer"], "Lima, regenerated.", "{regenerated}");
+    let (_, temporary) = run(&home, &server, &["chat", "--temporary", question]).await;
+    assert_eq!(temporary["answer"], "Lima, temporarily.", "{temporary}");
+    assert_eq!(server.seen().len(), 10);
+
+    // Off: nothing kept.
+    let (_, off) = run(&home, &server, &["providers", "cache", "--off"]).await;
+    assert_eq!(off["enabled"], false);
+    assert_eq!(off["entries"], 0);
+    let (out, bad) = run(&home, &server, &["providers", "cache", "--ttl-hours", "0"]).await;
+    assert!(!out.status.success());
+    assert_eq!(bad["error"]["code"], "invalid_input", "{bad}");
+}

@@ -513,4 +513,7 @@ pub struct TurnInfo {
     /// The user sent this message over a spending cap ("this message anyway").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub over_budget: bool,
+    /// The answer came from the response cache: no model was called.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }

@@ -118,6 +118,7 @@ pub use budget::{
     BudgetSettings, Caps as BudgetCaps, NOTICE_AT as BUDGET_NOTICE_AT, Period as BudgetPeriod,
     Standing as BudgetStanding,
 };
+pub use chat::cache::CacheSettings;
 pub use chat::{ChatOptions, Redo, StopReason, TurnEvent, TurnInfo, TurnOutcome};
 pub use context::ZoneTokens;
 pub use conversations::{ConversationSummary, MessageState};

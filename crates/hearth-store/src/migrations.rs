@@ -159,6 +159,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "budget reservations",
         sql: include_str!("migrations/0028_budget_reservations.sql"),
     },
+    Migration {
+        version: 29,
+        name: "response cache",
+        sql: include_str!("migrations/0029_response_cache.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -191,6 +191,7 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
                 .map(RouteDto::from),
             first_answer: t.first_answer,
             over_budget: t.over_budget,
+            cached: t.cached,
         }
     }
 }
@@ -246,6 +247,8 @@ pub struct TurnInfoDto {
     pub first_answer: Option<String>,
     /// The user sent this message over a spending cap.
     pub over_budget: bool,
+    /// The answer came from the response cache: no model was called.
+    pub cached: bool,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.

@@ -30,6 +30,10 @@ export function compactTokens(n: number): string {
 /** The parts of the usage line under an answer, e.g. ["llama3.2", "52 in", "18 out", "free (local)"]. */
 export function usageParts(turn: TurnInfoDto): string[] {
   const parts: string[] = [];
+  if (turn.cached) {
+    parts.push(`saved answer from ${turn.model} (no model was called)`);
+    return parts;
+  }
   if (turn.model) parts.push(turn.route ? `${turn.model} (${turn.route.text})` : turn.model);
   parts.push(`${tokens(turn.input_tokens)} tokens in`, `${tokens(turn.output_tokens)} out`);
   if (turn.cached_input_tokens > 0) parts.push(`${tokens(turn.cached_input_tokens)} cached`);

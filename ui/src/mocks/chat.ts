@@ -173,6 +173,7 @@ function toolConversation(now: number): StoredConversation {
         route: null,
         first_answer: null,
         over_budget: false,
+        cached: false,
       },
       tool_calls: structuredClone(DRAFTS_CALLS),
     },
@@ -193,6 +194,7 @@ function toolConversation(now: number): StoredConversation {
         route: null,
         first_answer: null,
         over_budget: false,
+        cached: false,
       },
       tool_calls: structuredClone(TODO_CALLS),
     },
@@ -223,6 +225,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         route: null,
         first_answer: null,
         over_budget: false,
+        cached: false,
       },
     },
   ];
@@ -253,6 +256,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           route: null,
           first_answer: null,
         over_budget: false,
+        cached: false,
         },
       },
     ];
@@ -274,6 +278,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           route: null,
           first_answer: null,
         over_budget: false,
+        cached: false,
         },
       },
     ];
@@ -382,6 +387,7 @@ export function createChatMock(options: {
       route: null,
       first_answer: null,
         over_budget: false,
+        cached: false,
     };
   }
 

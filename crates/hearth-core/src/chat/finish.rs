@@ -30,6 +30,7 @@ pub(super) fn finish(
         tools_left_out,
         reservations,
         over_budget,
+        cached,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -90,6 +91,7 @@ pub(super) fn finish(
         route: ctx.route.clone(),
         first_answer: ctx.first_answer.clone(),
         over_budget: opts.over_budget,
+        cached,
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -113,7 +115,9 @@ pub(super) fn finish(
         }
     }
     checkpoints.finish();
-    usage::record(
+    // A cached answer called no model: nothing for the ledger.
+    if !cached {
+        usage::record(
         ctx.store,
         &turn.models,
         Call {
@@ -125,7 +129,8 @@ pub(super) fn finish(
             latency_ms,
             outcome: &outcome,
         },
-    )?;
+        )?;
+    }
     // The ledger has the calls' cost now: their reservations go.
     crate::budget::release(ctx.store, reservations)?;
     let budget = crate::budget::notice(ctx.store, &model.provider.name)?;
@@ -182,5 +187,6 @@ pub(super) fn finish(
         cut_off,
         budget,
         over_budget: info.over_budget,
+        cached,
     })
 }

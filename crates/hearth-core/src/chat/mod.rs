@@ -13,6 +13,7 @@
 //! store's blocking calls on blocking threads.
 
 mod assemble;
+pub mod cache;
 mod caller;
 mod compact;
 mod finish;
@@ -148,6 +149,8 @@ pub struct TurnOutcome {
     pub budget: Option<crate::budget::Standing>,
     /// The user sent this message over a spending cap.
     pub over_budget: bool,
+    /// The answer came from the response cache: no model was called.
+    pub cached: bool,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.

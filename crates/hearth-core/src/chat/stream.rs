@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Prompt;
 use super::prepare::Prepared;
+use super::cache;
 use super::caller::ModelCaller;
 use super::step::{RunBudget, Spent, ToolStep};
 use super::{CHECKPOINT_INTERVAL, ChatModel, HEARTBEAT_INTERVAL, TurnContext};
@@ -86,6 +87,8 @@ pub(super) struct Streamed<'a> {
     pub reservations: Vec<Reservation>,
     /// The run stopped before a call that would have crossed a spending cap.
     pub over_budget: bool,
+    /// The answer came from the response cache (no call was made).
+    pub cached: bool,
 }
 
 
@@ -124,6 +127,8 @@ pub(super) async fn stream<'a>(
     let mut next_reservation = Some(first_call);
     let mut over_budget = false;
     let first_messages = messages.len();
+    let cache_settings = cache::settings(ctx.store)?;
+    let mut cached = false;
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
@@ -170,6 +175,31 @@ pub(super) async fn stream<'a>(
                 max_output_tokens: Some(zones.output_reserve),
                 ..ChatRequest::default()
             };
+            // The exact response cache: a turn's first call only (no tool results), never
+            // for Regenerate or a temporary chat.
+            let cache_key = (cache_settings.enabled
+                && budget.iterations == 0
+                && !opts.temporary
+                && opts.redo != super::Redo::Regenerate
+                && turn.conversation.is_some())
+            .then(|| cache::key(model, &request));
+            if let Some(key) = &cache_key
+                && let Some(answer) = cache::lookup(ctx.store, key)?
+            {
+                tracing::info!("answered from the response cache");
+                crate::budget::settle(ctx.store, &reservation, Some(0.0))?;
+                reservations.push(reservation);
+                if let Ok(mut s) = sink.lock() {
+                    s.push_str(&answer);
+                }
+                on_event(super::TurnEvent::Text(&answer));
+                cached = true;
+                break Ok(Completion {
+                    text: answer,
+                    finish_reason: Some("stop".into()),
+                    ..Completion::default()
+                });
+            }
             let call_started = Instant::now();
             let result = {
                 use tracing::Instrument;
@@ -204,6 +234,27 @@ pub(super) async fn stream<'a>(
             };
             crate::budget::settle(ctx.store, &reservation, real)?;
             reservations.push(reservation);
+            // A whole answer with no tool calls is saved under its request's key.
+            if let (Some(key), Ok(done), Some(conversation)) =
+                (&cache_key, &result, &turn.conversation)
+                && done.tool_calls.is_empty()
+                && !done.stopped
+                && !done.text.trim().is_empty()
+                && !matches!(done.finish_reason.as_deref(), Some("length" | "max_tokens"))
+            {
+                cache::save(
+                    ctx.store,
+                    key,
+                    cache::Entry {
+                        conversation,
+                        model,
+                        answer: &done.text,
+                        carried_memory: zones.memory > 0,
+                        carried_passages: zones.retrieved > 0 || !cited.is_empty(),
+                    },
+                    cache_settings,
+                )?;
+            }
             let error = match &result {
                 Ok(done) if !done.tool_calls.is_empty() && !done.stopped && !capped => {
                     // The model asked for tools: run them through the gate, tell it what
@@ -300,6 +351,7 @@ pub(super) async fn stream<'a>(
         result,
         reservations,
         over_budget,
+        cached,
         model: caller.model,
         encoding: caller.encoding,
         zones,

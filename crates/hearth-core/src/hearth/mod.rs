@@ -398,6 +398,39 @@ impl Hearth {
         crate::budget::status(&self.inner.store)
     }
 
+    /// Whether answers are cached, and for how long.
+    pub fn response_cache(&self) -> Result<crate::chat::cache::CacheSettings> {
+        crate::chat::cache::settings(&self.inner.store)
+    }
+
+    /// Turns the exact response cache on or off and sets how long entries live.
+    pub fn set_response_cache(&self, settings: crate::chat::cache::CacheSettings) -> Result<()> {
+        if settings.ttl_hours == 0 || settings.ttl_hours > crate::chat::cache::MAX_TTL_HOURS {
+            return Err(Error::InvalidInput(format!(
+                "entries live from 1 to {} hours",
+                crate::chat::cache::MAX_TTL_HOURS
+            )));
+        }
+        self.inner
+            .store
+            .set_setting(crate::chat::cache::CACHE_SETTING, &settings)?;
+        if !settings.enabled {
+            // Off means nothing kept.
+            crate::chat::cache::clear(&self.inner.store)?;
+        }
+        Ok(())
+    }
+
+    /// How many answers the response cache holds.
+    pub fn response_cache_entries(&self) -> Result<u64> {
+        crate::chat::cache::entries(&self.inner.store)
+    }
+
+    /// Empties the response cache; returns how many answers it held.
+    pub fn clear_response_cache(&self) -> Result<u64> {
+        crate::chat::cache::clear(&self.inner.store)
+    }
+
     /// Whether the router runs (on unless the user turned it off).
     pub fn routing(&self) -> Result<crate::route::RoutingSettings> {
         Ok(self

@@ -35,4 +35,8 @@ first_answer: string | null,
 /**
  * The user sent this message over a spending cap.
  */
-over_budget: boolean, };
+over_budget: boolean, 
+/**
+ * The answer came from the response cache: no model was called.
+ */
+cached: boolean, };
