@@ -88,7 +88,8 @@ pub enum Command {
         /// Count from local midnight of this day (YYYY-MM-DD); default: everything.
         #[arg(long)]
         since: Option<String>,
-        /// Group by `model`, `slot` (main, fast, fallback) or `day` (local days).
+        /// Group by `model`, `slot` (main, fallback, learning, compaction) or `day` (local
+        /// days).
         #[arg(long, default_value = "model", value_parser = ["model", "slot", "day"])]
         by: String,
     },

@@ -437,5 +437,26 @@ pub fn usage(out: &Out, since: Option<&str>, by: &str) -> Result<(), Failure> {
             cost(r)
         );
     }
+    if let Some(ratio) = report.cache_hit_ratio {
+        println!(
+            "prompt cache: {:.0} % of prompt tokens read from the provider's cache",
+            ratio * 100.0
+        );
+    }
+    let routing = &report.routing;
+    println!(
+        "answers: {} fast, {} main ({} escalated), {} from the response cache",
+        routing.fast, routing.strong, routing.escalated, routing.cached
+    );
+    match (routing.always_strong_usd, routing.saved_usd) {
+        (Some(strong), Some(saved)) if routing.fast > 0 || routing.escalated > 0 => println!(
+            "routing saved about ${saved:.4}: the fast answers cost ${:.4}, ${strong:.4} on the main model",
+            routing.fast_cost_usd
+        ),
+        (None, _) if routing.fast > 0 => {
+            println!("routing savings: unknown (the main model has no price)")
+        }
+        _ => {}
+    }
     Ok(())
 }

@@ -1068,3 +1068,62 @@ async fn the_response_cache_answers_only_a_request_identical_in_every_byte() {
     assert!(!out.status.success());
     assert_eq!(bad["error"]["code"], "invalid_input", "{bad}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hearth_usage_counts_the_routers_decisions_and_what_routing_saved() {
+    let (server, home) = two_model_provider(&["You're welcome.", "Day one: the river."]).await;
+    for (model, input, output) in [("big-model", "10", "30"), ("small-model", "0.1", "0.4")] {
+        let (out, v) = run(
+            &home,
+            &server,
+            &[
+                "models",
+                "set",
+                model,
+                "--input-price",
+                input,
+                "--output-price",
+                output,
+            ],
+        )
+        .await;
+        assert!(out.status.success(), "{v}");
+    }
+    let (_, fast) = run(&home, &server, &["chat", "Thanks!"]).await;
+    assert_eq!(fast["model"], "small-model", "{fast}");
+    let (_, strong) = run(
+        &home,
+        &server,
+        &["chat", "Plan a three-day trip to Porto with a toddler."],
+    )
+    .await;
+    assert_eq!(strong["model"], "big-model", "{strong}");
+    let (out, usage) = run(&home, &server, &["usage"]).await;
+    assert!(out.status.success(), "{usage}");
+    let routing = &usage["routing"];
+    assert_eq!(routing["fast"], 1, "{usage}");
+    assert_eq!(routing["strong"], 1);
+    assert_eq!(routing["escalated"], 0);
+    // 50 tokens in, 5 out: $0.0000070 on the fast model, $0.00065 on the main one.
+    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (f(&routing["fast_cost_usd"]) - 0.000007).abs() < 1e-12,
+        "{routing}"
+    );
+    assert!(
+        (f(&routing["always_strong_usd"]) - 0.00065).abs() < 1e-12,
+        "{routing}"
+    );
+    assert!(
+        (f(&routing["saved_usd"]) - 0.000643).abs() < 1e-12,
+        "{routing}"
+    );
+    assert_eq!(usage["cache_hit_ratio"], 0.0);
+    let out = with_stdin(&home, &server, &["usage"], "file", "").await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("answers: 1 fast, 1 main (0 escalated), 0 from the response cache")
+            && text.contains("routing saved about $0.0006: the fast answers cost $0.0000, $0.0006 on the main model"),
+        "{text}"
+    );
+}

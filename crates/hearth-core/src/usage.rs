@@ -15,7 +15,9 @@ use crate::types::Usage;
 pub(crate) struct Call<'a> {
     pub conversation: Option<&'a str>,
     pub message: Option<i64>,
-    /// `main`, `fast` or `fallback`.
+    /// What the call was for: `main` (an answer), `fallback` (an answer by the fallback
+    /// model), `learning` (memory extraction) or `compaction` (a rolling summary).
+    /// Older rows name the last two `fast`.
     pub slot: &'a str,
     pub model: &'a ChatModel,
     pub usage: Usage,
@@ -68,12 +70,24 @@ pub(crate) fn record(store: &Store, models: &ModelTable, call: Call<'_>) -> Resu
     })
 }
 
+/// Marks the ledger row of an answer a cascade is replacing (`outcome` `escalated`), so its
+/// cost stays counted against routing once the answer is gone.
+pub(crate) fn mark_escalated(store: &Store, answer: i64) -> Result<()> {
+    store.write_blocking(move |c| {
+        c.execute(
+            "UPDATE usage_ledger SET outcome = 'escalated' WHERE message_id = ?1 AND outcome = 'ok'",
+            [answer],
+        )?;
+        Ok(())
+    })
+}
+
 /// How a usage report groups the ledger's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageGroup {
     /// By `provider/model`.
     Model,
-    /// By slot (`main`, `fast`, `fallback`).
+    /// By slot (`main`, `fallback`, `learning`, `compaction`).
     Slot,
     /// By local calendar day (days end at local midnight).
     Day,
@@ -129,10 +143,40 @@ pub struct UsageReport {
     pub by: &'static str,
     pub rows: Vec<UsageRow>,
     pub total: UsageRow,
+    /// Prompt tokens read from a provider's cache, of all prompt tokens (`None`: no calls).
+    pub cache_hit_ratio: Option<f64>,
+    /// What the router decided for the saved answers, and what it saved.
+    pub routing: RoutingReport,
 }
 
-/// The ledger since local midnight of `since` (`YYYY-MM-DD`), grouped `by`.
-pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Result<UsageReport> {
+/// The router's decisions over the saved answers (temporary chats keep none), and an
+/// estimate of what routing saved against sending everything to the main model.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RoutingReport {
+    /// Answers by the fast model.
+    pub fast: u64,
+    /// Answers by the main model (escalated ones included).
+    pub strong: u64,
+    /// Main-model answers that replaced a fast one (cascade).
+    pub escalated: u64,
+    /// Answers from the response cache (no model called).
+    pub cached: u64,
+    /// What the fast answers cost, plus the fast answers a cascade threw away (USD).
+    pub fast_cost_usd: f64,
+    /// The same tokens at the main model's price (`None`: its price is unknown).
+    pub always_strong_usd: Option<f64>,
+    /// `always_strong_usd − fast_cost_usd` (`None` when the main model's price is unknown).
+    pub saved_usd: Option<f64>,
+}
+
+/// The ledger since local midnight of `since` (`YYYY-MM-DD`), grouped `by`; `strong_cost`
+/// prices a call's tokens at the main model's price (for the routing estimate).
+pub(crate) fn report(
+    store: &Store,
+    since: Option<&str>,
+    by: UsageGroup,
+    strong_cost: impl Fn(Usage) -> Option<f64>,
+) -> Result<UsageReport> {
     let since = since.map(str::to_owned);
     if let Some(day) = &since {
         let valid = day.len() == 10
@@ -156,7 +200,9 @@ pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Resu
     };
     let since_for_query = since.clone();
     type Line = (String, i64, i64, i64, i64, i64, Option<f64>, String);
-    let (from, lines): (Option<i64>, Vec<Line>) = store.read_blocking(move |c| {
+    type Fast = (i64, i64, i64, Option<f64>);
+    type Gathered = (Vec<Line>, (i64, i64, i64, i64), Vec<Fast>);
+    let (from, lines): (Option<i64>, Gathered) = store.read_blocking(move |c| {
         // Local midnight of the day, as SQLite's C library knows the local time zone
         // (`NULL` for a day that does not exist, e.g. 2026-13-45).
         let from: Option<i64> = match &since_for_query {
@@ -168,7 +214,7 @@ pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Resu
             None => None,
         };
         if since_for_query.is_some() && from.is_none() {
-            return Ok((None, Vec::new()));
+            return Ok((None, (Vec::new(), (0, 0, 0, 0), Vec::new())));
         }
         let mut stmt = c.prepare(&format!(
             "SELECT {key}, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
@@ -187,8 +233,41 @@ pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Resu
                 r.get(7)?,
             ))
         })?;
-        Ok((from, rows.collect::<rusqlite::Result<Vec<Line>>>()?))
+        let lines = rows.collect::<rusqlite::Result<Vec<Line>>>()?;
+        drop(stmt);
+        let start = from.unwrap_or(i64::MIN);
+        // The router's decisions, from the saved answers.
+        let counts: (i64, i64, i64, i64) = c.query_row(
+            "SELECT COALESCE(SUM(json_extract(turn_json, '$.route.tier') = 'fast'), 0),
+                    COALESCE(SUM(json_extract(turn_json, '$.route.tier') = 'strong'), 0),
+                    COALESCE(SUM(json_extract(turn_json, '$.route.escalated_from') IS NOT NULL), 0),
+                    COALESCE(SUM(json_extract(turn_json, '$.cached') = 1), 0)
+               FROM messages
+              WHERE role = 'assistant' AND turn_json IS NOT NULL AND created_at >= ?1",
+            [start],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        // The calls of fast answers, and of fast answers a cascade replaced.
+        let mut stmt = c.prepare(
+            "SELECT l.input_tokens, l.output_tokens, l.cached_input_tokens, l.cost_usd
+               FROM usage_ledger l LEFT JOIN messages m ON m.id = l.message_id
+              WHERE l.created_at >= ?1 AND l.slot = 'main'
+                AND (l.outcome = 'escalated'
+                     OR (json_extract(m.turn_json, '$.route.tier') = 'fast'))",
+        )?;
+        let fast = stmt
+            .query_map([start], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<f64>>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((from, (lines, counts, fast)))
     })?;
+    let (lines, counts, fast_calls) = lines;
     if let Some(day) = &since
         && from.is_none()
     {
@@ -217,7 +296,10 @@ pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Resu
         });
         for (row, latencies) in [&mut *group, &mut all] {
             row.calls += 1;
-            row.failed_calls += u64::from(!matches!(outcome.as_str(), "ok" | "stopped" | "empty"));
+            row.failed_calls += u64::from(!matches!(
+                outcome.as_str(),
+                "ok" | "stopped" | "empty" | "escalated"
+            ));
             row.input_tokens += input.max(0) as u64;
             row.output_tokens += output.max(0) as u64;
             row.cached_input_tokens += cached.max(0) as u64;
@@ -241,10 +323,36 @@ pub(crate) fn report(store: &Store, since: Option<&str>, by: UsageGroup) -> Resu
         row.latency_ms_p95 = at(0.95);
         row
     };
+    let n = |v: i64| v.max(0) as u64;
+    let mut routing = RoutingReport {
+        fast: n(counts.0),
+        strong: n(counts.1),
+        escalated: n(counts.2),
+        cached: n(counts.3),
+        ..RoutingReport::default()
+    };
+    let mut strong_total = Some(0.0);
+    for (input, output, cached, cost) in fast_calls {
+        routing.fast_cost_usd += cost.filter(|c| c.is_finite()).unwrap_or(0.0);
+        let usage = Usage {
+            input_tokens: n(input),
+            output_tokens: n(output),
+            cached_input_tokens: n(cached),
+            ..Usage::default()
+        };
+        strong_total = strong_total.and_then(|t| strong_cost(usage).map(|c| t + c));
+    }
+    routing.always_strong_usd = strong_total;
+    routing.saved_usd = strong_total.map(|t| t - routing.fast_cost_usd);
+    let total = finish(all);
+    let cache_hit_ratio = (total.input_tokens > 0)
+        .then(|| total.cached_input_tokens as f64 / total.input_tokens as f64);
     Ok(UsageReport {
         since,
         by: by.as_str(),
         rows: groups.into_values().map(finish).collect(),
-        total: finish(all),
+        total,
+        cache_hit_ratio,
+        routing,
     })
 }

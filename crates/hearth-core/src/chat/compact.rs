@@ -122,7 +122,7 @@ pub(super) async fn compact_if_needed(
                 Call {
                     conversation: Some(id),
                     message: None,
-                    slot: "fast",
+                    slot: "compaction",
                     model: fast,
                     usage: done.usage.unwrap_or_default(),
                     latency_ms: latency,
@@ -147,7 +147,7 @@ pub(super) async fn compact_if_needed(
                 Call {
                     conversation: Some(id),
                     message: None,
-                    slot: "fast",
+                    slot: "compaction",
                     model: fast,
                     usage: Usage::default(),
                     latency_ms: latency,

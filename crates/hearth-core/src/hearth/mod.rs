@@ -362,7 +362,14 @@ impl Hearth {
         since: Option<&str>,
         by: crate::usage::UsageGroup,
     ) -> Result<crate::usage::UsageReport> {
-        crate::usage::report(&self.inner.store, since, by)
+        let store = &self.inner.store;
+        let table = crate::models::Models::new(store.clone()).table()?;
+        // What the fast answers would have cost on the main model (the one set now).
+        let main = crate::providers::resolve_slots(store, None, None)?.map(|s| s.main);
+        crate::usage::report(store, since, by, |u| {
+            main.as_ref()
+                .and_then(|m| table.cost(&m.provider.base_url, &m.model, u))
+        })
     }
 
     /// The user's spending caps.
@@ -580,6 +587,13 @@ impl Hearth {
             reason,
         });
         tracing::info!(reason = ?reason, "escalating to the strong model");
+        if let Some(answer) = first.message_id {
+            // Its ledger row stays, marked: what the cascade spent on the fast answer.
+            let store = self.inner.store.clone();
+            tokio::task::spawn_blocking(move || crate::usage::mark_escalated(&store, answer))
+                .await
+                .map_err(|e| Error::Task(e.to_string()))??;
+        }
         let mut again = options;
         if let Some(id) = &first.conversation {
             // The strong answer replaces the fast one (which it keeps, to show under it).

@@ -183,7 +183,7 @@ impl Learner {
                 crate::usage::Call {
                     conversation: None,
                     message: None,
-                    slot: "fast",
+                    slot: "learning",
                     model: &model,
                     usage,
                     latency_ms,
