@@ -195,6 +195,13 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         module: "providers_cmd",
+        name: "get_usage",
+        args: Some("GetUsageArgs"),
+        result: "UsageDto",
+        windows: &["main"],
+    },
+    Command {
+        module: "providers_cmd",
         name: "get_spending",
         args: None,
         result: "SpendingDto",

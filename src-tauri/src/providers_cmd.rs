@@ -11,7 +11,7 @@ use crate::cmd::blocking;
 use crate::dto::args::*;
 use crate::dto::{
     DetectedServerDto, ErrorDto, ModelDto, ModelInfoDto, PresetDto, ProviderCapsDto, ProviderDto,
-    ProviderTestDto, SlotDto, SlotsDto, SpendingDto, StandingDto,
+    ProviderTestDto, RoutingDto, SlotDto, SlotsDto, SpendingDto, StandingDto, UsageDto,
 };
 use crate::state::AppState;
 
@@ -219,6 +219,45 @@ fn spending(hearth: &hearth_core::Hearth) -> Result<SpendingDto, hearth_core::Er
         routing: routing.enabled,
         cascade: routing.cascade,
     })
+}
+
+#[tauri::command]
+pub async fn get_usage(
+    state: State<'_, AppState>,
+    args: Args<GetUsageArgs>,
+) -> Result<UsageDto, ErrorDto> {
+    let GetUsageArgs { since } = args.0;
+    let hearth = state.hearth()?.clone();
+    blocking(move || {
+        use hearth_core::UsageGroup;
+        let days = hearth.usage(Some(&since), UsageGroup::Day)?;
+        let models = hearth.usage(Some(&since), UsageGroup::Model)?;
+        let slots = hearth.usage(Some(&since), UsageGroup::Slot)?;
+        let r = days.routing.clone();
+        Ok(UsageDto {
+            since,
+            days: days.rows.into_iter().map(Into::into).collect(),
+            models: models.rows.into_iter().map(Into::into).collect(),
+            slots: slots.rows.into_iter().map(Into::into).collect(),
+            total: days.total.into(),
+            cache_hit_ratio: days.cache_hit_ratio,
+            routing: RoutingDto {
+                fast: r.fast,
+                strong: r.strong,
+                escalated: r.escalated,
+                cached: r.cached,
+                fast_cost_usd: r.fast_cost_usd,
+                always_strong_usd: r.always_strong_usd,
+                saved_usd: r.saved_usd,
+            },
+            budgets: hearth
+                .budget_status()?
+                .into_iter()
+                .map(StandingDto::from)
+                .collect(),
+        })
+    })
+    .await
 }
 
 #[tauri::command]

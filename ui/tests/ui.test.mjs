@@ -21,6 +21,7 @@ const SCREENS = [
   { id: 'folders', label: 'Folders', h1: 'Folders' },
   { id: 'tools', label: 'Tools', h1: 'Tools & permissions' },
   { id: 'activity', label: 'Activity', h1: 'Activity' },
+  { id: 'usage', label: 'Usage', h1: 'Usage' },
   { id: 'settings', label: 'Settings', h1: 'Settings' },
 ];
 
@@ -85,7 +86,7 @@ async function assertFocusOnHeading(page, id) {
 }
 
 describe('main window: navigation', () => {
-  test('keyboard only: reach all six screens with Tab, arrows, Enter/Space and Ctrl+digit', async (t) => {
+  test('keyboard only: reach all seven screens with Tab, arrows, Enter/Space and Ctrl+digit', async (t) => {
     const { page, problems } = await session(t);
     await page.goto(url());
     await assertOnScreen(page, 'chat'); // default route, no focus stolen on load
@@ -118,11 +119,11 @@ describe('main window: navigation', () => {
     await page.keyboard.press('Control+4');
     await assertOnScreen(page, 'tools');
     await assertFocusOnHeading(page, 'tools');
-    await page.keyboard.press('Control+6');
+    await page.keyboard.press('Control+7');
     await assertOnScreen(page, 'settings');
     await assertFocusOnHeading(page, 'settings');
 
-    // Arrows wrap around: Settings ↓ → Chat; Chat ↑ → Settings ↑ → Activity.
+    // Arrows wrap around: Settings ↓ → Chat; Chat ↑ → Settings ↑ → Usage.
     await page.keyboard.press('Shift+Tab');
     assert.equal(await focused(page), 'nav:settings');
     await page.keyboard.press('ArrowDown');
@@ -132,11 +133,11 @@ describe('main window: navigation', () => {
     await page.keyboard.press('Shift+Tab');
     await page.keyboard.press('ArrowUp');
     await page.keyboard.press('ArrowUp');
-    assert.equal(await focused(page), 'nav:activity');
+    assert.equal(await focused(page), 'nav:usage');
     await page.keyboard.press('Enter');
-    await assertOnScreen(page, 'activity');
-    await assertFocusOnHeading(page, 'activity');
-    assert.equal(await page.title(), 'Activity · Hearth');
+    await assertOnScreen(page, 'usage');
+    await assertFocusOnHeading(page, 'usage');
+    assert.equal(await page.title(), 'Usage · Hearth');
 
     await page.keyboard.press('Control+1');
     await assertOnScreen(page, 'chat');
@@ -231,7 +232,7 @@ describe('main window: accessibility and screenshots', () => {
       // And with an inline validation error showing.
       await page.goto(url('index.html', { hash: 'settings' }));
       await page.getByLabel('New shortcut').fill('Banana');
-      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
       await page.locator('#shortcut-error').waitFor();
       await assertAxeClean(page, `settings/invalid shortcut (${colorScheme})`);
       assertNoProblems(problems);
@@ -359,7 +360,7 @@ describe('Settings → Status', () => {
     // Navigation still works.
     await page.keyboard.press('Control+1');
     await assertOnScreen(page, 'chat');
-    await page.keyboard.press('Control+6');
+    await page.keyboard.press('Control+7');
     await assertOnScreen(page, 'settings');
     await page.locator('[data-testid="status-error-code"]').waitFor();
     assertNoProblems(problems);
@@ -384,7 +385,7 @@ describe('Settings → Quick prompt shortcut', () => {
 
     // Invalid: the core rejects with an ErrorDto; its message shows inline as an alert.
     await input.fill('Ctrl+Banana');
-    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
     const error = page.locator('[role="alert"] #shortcut-error');
     await error.waitFor();
     assert.match(await error.innerText(), /"Ctrl\+Banana" isn't a shortcut Hearth understands/);

@@ -148,4 +148,4 @@ pub use tools::gate::{
 pub use tools::mcp::config::Transport as McpTransport;
 pub use tools::mcp::registry::ServerRow as McpServer;
 pub use tools::{CallRecord, Risk, ToolInfo};
-pub use usage::{UsageGroup, UsageReport, UsageRow};
+pub use usage::{RoutingReport, UsageGroup, UsageReport, UsageRow};

@@ -123,6 +123,13 @@ pub struct SetBudgetArgs {
     pub monthly_usd: Option<f64>,
 }
 
+/// The arguments of `get_usage`: count from local midnight of this day (`YYYY-MM-DD`).
+#[derive(Debug, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct GetUsageArgs {
+    pub since: String,
+}
+
 /// The arguments of `set_routing`.
 #[derive(Debug, Deserialize, TS)]
 #[serde(rename_all = "camelCase")]

@@ -194,6 +194,7 @@ const IMPORTS: &[&str] = &[
     "StatusDto",
     "ToolDto",
     "UpdateOfferDto",
+    "UsageDto",
     "UpdatesDto",
 ];
 

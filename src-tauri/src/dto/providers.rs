@@ -151,3 +151,79 @@ pub struct SpendingDto {
     /// Fast answers that fail a check are answered again by the main model.
     pub cascade: bool,
 }
+
+/// The ledger's calls of one group (a day, a model, a slot), summed.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct UsageRowDto {
+    /// `2026-12-07`, `provider/model`, or `main` / `fallback` / `learning` / `compaction`.
+    pub key: String,
+    #[ts(type = "number")]
+    pub calls: u64,
+    #[ts(type = "number")]
+    pub failed_calls: u64,
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// USD of the calls whose price is known.
+    pub cost_usd: f64,
+    /// Calls whose price is unknown ("cost unknown", never counted as 0).
+    #[ts(type = "number")]
+    pub calls_without_price: u64,
+    #[ts(type = "number | null")]
+    pub latency_ms_p50: Option<u64>,
+    #[ts(type = "number | null")]
+    pub latency_ms_p95: Option<u64>,
+}
+
+impl From<hearth_core::UsageRow> for UsageRowDto {
+    fn from(r: hearth_core::UsageRow) -> Self {
+        Self {
+            key: r.key,
+            calls: r.calls,
+            failed_calls: r.failed_calls,
+            input_tokens: r.input_tokens,
+            output_tokens: r.output_tokens,
+            cached_input_tokens: r.cached_input_tokens,
+            cost_usd: r.cost_usd,
+            calls_without_price: r.calls_without_price,
+            latency_ms_p50: r.latency_ms_p50,
+            latency_ms_p95: r.latency_ms_p95,
+        }
+    }
+}
+
+/// The router's decisions and what routing saved.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RoutingDto {
+    #[ts(type = "number")]
+    pub fast: u64,
+    #[ts(type = "number")]
+    pub strong: u64,
+    #[ts(type = "number")]
+    pub escalated: u64,
+    #[ts(type = "number")]
+    pub cached: u64,
+    pub fast_cost_usd: f64,
+    pub always_strong_usd: Option<f64>,
+    pub saved_usd: Option<f64>,
+}
+
+/// The Usage screen: spend per day, by model and by slot since a day, the budgets, the
+/// prompt-cache hit ratio and the router's decisions.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct UsageDto {
+    pub since: String,
+    pub days: Vec<UsageRowDto>,
+    pub models: Vec<UsageRowDto>,
+    pub slots: Vec<UsageRowDto>,
+    pub total: UsageRowDto,
+    pub cache_hit_ratio: Option<f64>,
+    pub routing: RoutingDto,
+    pub budgets: Vec<StandingDto>,
+}

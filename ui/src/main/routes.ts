@@ -1,17 +1,18 @@
 import type { IconName } from '../lib/components/Icon.svelte';
 
-export const ROUTE_IDS = ['chat', 'memory', 'folders', 'tools', 'activity', 'settings'] as const;
+export const ROUTE_IDS = ['chat', 'memory', 'folders', 'tools', 'activity', 'usage', 'settings'] as const;
 export type RouteId = (typeof ROUTE_IDS)[number];
 
 export type Route = { id: RouteId; label: string; icon: IconName };
 
-/** The sidebar entries, in order; Ctrl/⌘ + 1…6 follow this order. */
+/** The sidebar entries, in order; Ctrl/⌘ + 1…7 follow this order. */
 export const ROUTES: readonly Route[] = [
   { id: 'chat', label: 'Chat', icon: 'chat' },
   { id: 'memory', label: 'Memory', icon: 'memory' },
   { id: 'folders', label: 'Folders', icon: 'folders' },
   { id: 'tools', label: 'Tools', icon: 'tools' },
   { id: 'activity', label: 'Activity', icon: 'activity' },
+  { id: 'usage', label: 'Usage', icon: 'usage' },
   { id: 'settings', label: 'Settings', icon: 'settings' },
 ];
 

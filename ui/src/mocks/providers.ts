@@ -14,6 +14,9 @@ import type { ProviderDto } from '../lib/bindings/ProviderDto';
 import type { ProviderTestDto } from '../lib/bindings/ProviderTestDto';
 import type { SlotsDto } from '../lib/bindings/SlotsDto';
 import type { SpendingDto } from '../lib/bindings/SpendingDto';
+import type { StandingDto } from '../lib/bindings/StandingDto';
+import type { UsageDto } from '../lib/bindings/UsageDto';
+import type { UsageRowDto } from '../lib/bindings/UsageRowDto';
 import type { Scenario } from './scenarios';
 import { fail, sleep, type HandlersFor } from './types';
 
@@ -101,6 +104,7 @@ type ProviderCommand =
   | 'list_model_info'
   | 'set_model_info'
   | 'reset_model_info'
+  | 'get_usage'
   | 'get_spending'
   | 'set_budget'
   | 'set_routing';
@@ -286,6 +290,7 @@ export function createProvidersMock(options: {
     },
     get_slots: () => structuredClone(slots),
     get_spending: () => spendingNow(),
+    get_usage: ({ since }) => usageSince(since, spendingNow().status),
     set_budget: ({ provider, dailyUsd, monthlyUsd }) => {
       if (provider !== null) fail('not_found', `there is no provider ${provider}`);
       for (const v of [dailyUsd, monthlyUsd]) {
@@ -353,5 +358,73 @@ export function createProvidersMock(options: {
     setLocalServers: (servers) => {
       localServers = structuredClone(servers);
     },
+  };
+}
+
+/** A row of the mock ledger. */
+function row(key: string, calls: number, input: number, output: number, cached: number, cost: number, p50: number | null): UsageRowDto {
+  return {
+    key,
+    calls,
+    failed_calls: 0,
+    input_tokens: input,
+    output_tokens: output,
+    cached_input_tokens: cached,
+    cost_usd: cost,
+    calls_without_price: 0,
+    latency_ms_p50: p50,
+    latency_ms_p95: p50 === null ? null : Math.round(p50 * 2.4),
+  };
+}
+
+/**
+ * The Usage screen's figures since `since`: a month of calls (every third day quiet), by day,
+ * model and purpose, with the budgets of the spending settings.
+ */
+function usageSince(since: string, budgets: StandingDto[]): UsageDto {
+  const now = new Date();
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const days: UsageRowDto[] = [];
+  for (let ago = 89; ago >= 0; ago--) {
+    const d = new Date(now.getFullYear(), now.getMonth(), now.getDate() - ago);
+    const key = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+    if (key < since || ago % 3 === 2) continue;
+    const calls = 4 + ((ago * 7) % 11);
+    days.push(row(key, calls, calls * 1830, calls * 214, calls * 1024, Math.round(calls * (12 + (ago % 5) * 4)) / 100, 900));
+  }
+  const sum = (f: (r: UsageRowDto) => number): number => days.reduce((a, r) => a + f(r), 0);
+  const calls = sum((r) => r.calls);
+  const input = sum((r) => r.input_tokens);
+  const output = sum((r) => r.output_tokens);
+  const cached = sum((r) => r.cached_input_tokens);
+  const cost = Math.round(sum((r) => r.cost_usd) * 100) / 100;
+  const share = (part: number): number => Math.round(calls * part);
+  const models = [
+    row('openai/gpt-4o', share(0.4), Math.round(input * 0.6), Math.round(output * 0.6), Math.round(cached * 0.7), Math.round(cost * 0.86 * 100) / 100, 1420),
+    row('openai/gpt-4o-mini', share(0.35), Math.round(input * 0.25), Math.round(output * 0.25), Math.round(cached * 0.3), Math.round(cost * 0.14 * 100) / 100, 610),
+    row('local/llama3.2', share(0.25), Math.round(input * 0.15), Math.round(output * 0.15), 0, 0, 830),
+  ];
+  const slots = [
+    row('main', share(0.7), Math.round(input * 0.8), Math.round(output * 0.85), Math.round(cached * 0.9), Math.round(cost * 0.9 * 100) / 100, 1100),
+    row('learning', share(0.22), Math.round(input * 0.12), Math.round(output * 0.1), 0, Math.round(cost * 0.07 * 100) / 100, 640),
+    row('compaction', share(0.08), Math.round(input * 0.08), Math.round(output * 0.05), Math.round(cached * 0.1), Math.round(cost * 0.03 * 100) / 100, 700),
+  ];
+  return {
+    since,
+    days,
+    models,
+    slots,
+    total: row('total', calls, input, output, cached, cost, 980),
+    cache_hit_ratio: input > 0 ? cached / input : null,
+    routing: {
+      fast: share(0.35),
+      strong: share(0.3),
+      escalated: share(0.02),
+      cached: share(0.03),
+      fast_cost_usd: Math.round(cost * 0.14 * 100) / 100,
+      always_strong_usd: Math.round(cost * 0.14 * 16.6 * 100) / 100,
+      saved_usd: Math.round(cost * 0.14 * 15.6 * 100) / 100,
+    },
+    budgets,
   };
 }

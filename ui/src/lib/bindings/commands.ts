@@ -54,6 +54,7 @@ import type { SpendingDto } from "./SpendingDto";
 import type { StatusDto } from "./StatusDto";
 import type { ToolDto } from "./ToolDto";
 import type { UpdateOfferDto } from "./UpdateOfferDto";
+import type { UsageDto } from "./UsageDto";
 import type { UpdatesDto } from "./UpdatesDto";
 
 /** Every IPC command the shell exposes: its arguments and its result. */
@@ -87,6 +88,7 @@ overBudget?: boolean, }; result: SendResultDto };
   detect_local_servers: { args: Record<string, never>; result: Array<DetectedServerDto> };
   get_slots: { args: Record<string, never>; result: SlotsDto };
   set_slots: { args: { main: SlotDto, fast: SlotDto | null, fallback: SlotDto | null, fallbackEnabled: boolean, }; result: SlotsDto };
+  get_usage: { args: { since: string, }; result: UsageDto };
   get_spending: { args: Record<string, never>; result: SpendingDto };
   set_budget: { args: { provider: string | null, dailyUsd: number | null, monthlyUsd: number | null, }; result: SpendingDto };
   set_routing: { args: { enabled: boolean, cascade: boolean, }; result: SpendingDto };
