@@ -41,7 +41,7 @@ package: setup-app
 
 ## Benchmarks: prints numbers; never part of `make test`.
 bench:
-	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed --bench folders
+	cargo bench -p hearth-core --bench store --bench tokens --bench context --bench memory --bench embed --bench folders --bench routing
 	HEARTH_BENCH_GGUFS="$$(scripts/fetch-llm.sh):$$(scripts/fetch-bench-llm.sh)" cargo bench -p hearth-llama --bench engine
 	cd ui && npm run build
 	cargo build --release -p hearth-desktop -p hearth-cli -p hearth-llama

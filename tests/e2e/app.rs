@@ -290,6 +290,217 @@ async fn open_chat(
     (driver, client, composer)
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Xvfb and tauri-driver: scripts/test.sh runs it with --ignored"]
+async fn an_improved_answer_says_so_and_the_usage_screen_shows_what_the_ledger_holds() {
+    use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "run under xvfb-run (make test does)"
+    );
+    // Answers by model and message; learning (a structured request) learns nothing.
+    let answer = |body: &Value| -> Reply {
+        let stream = |data: Vec<String>| Reply::Stream {
+            data,
+            pace: Duration::from_millis(60),
+            end: End::Done,
+        };
+        if body.get("response_format").is_some() {
+            return stream(text_stream(&["{}"], Some((200, 2, 0))));
+        }
+        let asked = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        match (body["model"].as_str().unwrap_or(""), asked.contains("miles")) {
+            ("small-model", true) => stream(vec![
+                serde_json::json!({"choices": [{"index": 0, "delta": {"content": "Five miles is about"}, "finish_reason": null}]}).to_string(),
+                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string(),
+                serde_json::json!({"choices": [], "usage": {"prompt_tokens": 1200, "completion_tokens": 64}}).to_string(),
+            ]),
+            (_, true) => stream(text_stream(
+                &["Five miles is ", "8.05 km."],
+                Some((1200, 9, 0)),
+            )),
+            _ => stream(text_stream(&["You're welcome."], Some((1100, 4, 0)))),
+        }
+    };
+    let server = LlmServer::start(
+        (0..12)
+            .map(|_| Reply::Dynamic(std::sync::Arc::new(answer)))
+            .collect(),
+    )
+    .await;
+    let sandbox = Sandbox::new();
+    let hearth = |args: &[&str]| -> Value {
+        let mut cli = Command::new(bin_dir().join("hearth"));
+        cli.args(args).arg("--json");
+        sandbox.apply(&mut cli, true);
+        let out = cli.output().expect("run cli");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    hearth(&[
+        "providers",
+        "add",
+        "cloud",
+        "--preset",
+        "custom",
+        "--url",
+        &server.base_url,
+        "--model",
+        "big-model",
+        "--fast-model",
+        "small-model",
+    ]);
+    hearth(&["providers", "routing", "--cascade"]);
+    for (model, input, output) in [("big-model", "2.5", "10"), ("small-model", "0.15", "0.6")] {
+        hearth(&[
+            "models",
+            "set",
+            model,
+            "--input-price",
+            input,
+            "--output-price",
+            output,
+        ]);
+    }
+    hearth(&["usage", "budget", "--daily", "1"]);
+
+    let (_driver, client) = open_main(&sandbox, &[]).await;
+    let composer = eventually("the composer", || async {
+        client
+            .find(Locator::Css("textarea[aria-label='Message Hearth']"))
+            .await
+            .ok()
+    })
+    .await;
+    composer
+        .send_keys("Convert 5 miles to km.")
+        .await
+        .expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    // The fast answer was cut off: the main model answered again, and the answer says so,
+    // with the first one kept under it.
+    let improved = eventually("the improved answer", || async {
+        let text = text_of(&client, "[data-testid='improved'] .improved-label").await?;
+        text.contains("Improved by big-model").then_some(text)
+    })
+    .await;
+    assert_eq!(
+        improved,
+        "Improved by big-model: the fast answer was cut off"
+    );
+    let log = text_of(&client, "[role='log']").await.unwrap_or_default();
+    assert!(log.contains("Five miles is 8.05 km."), "{log}");
+    client
+        .find(Locator::Css("[data-testid='improved'] summary"))
+        .await
+        .expect("the first answer's disclosure")
+        .click()
+        .await
+        .expect("open it");
+    let first = eventually("the first answer", || async {
+        let t = text_of(&client, "[data-testid='improved'] .first-text").await?;
+        (!t.is_empty()).then_some(t)
+    })
+    .await;
+    assert_eq!(first, "Five miles is about");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("chat-improved.png"), png).expect("save screenshot");
+
+    // A thank-you goes to the fast model.
+    eventually("Send to come back", || async {
+        client
+            .find(Locator::XPath("//button[normalize-space()='Send']"))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    composer.send_keys("Thanks!").await.expect("type");
+    composer.send_keys("\u{E007}").await.expect("press Enter");
+    eventually("the fast answer", || async {
+        let log = text_of(&client, "[role='log']").await?;
+        log.contains("small-model (fast — conversation)")
+            .then_some(())
+    })
+    .await;
+
+    // The Usage screen shows what the ledger holds, as `hearth usage` prints it.
+    open_screen(&client, "Usage").await;
+    let tile = eventually("the answers tile", || async {
+        let t = text_of(&client, "[data-testid='tile-routing']").await?;
+        t.contains("1 fast").then_some(t)
+    })
+    .await;
+    let report = hearth(&["usage", "--since", "2000-01-01"]);
+    assert_eq!(report["routing"]["fast"], 1, "{report}");
+    assert_eq!(report["routing"]["escalated"], 1, "{report}");
+    assert!(tile.contains("1 fast · 1 main (1 improved)"), "{tile}");
+    let rows = client
+        .find_all(Locator::Css("[data-testid='usage-models'] tbody tr"))
+        .await
+        .expect("model rows");
+    // Each row's cells: model, calls, tokens in, out, cached, latency, cost.
+    let mut shown: Vec<Vec<String>> = Vec::new();
+    for row in rows {
+        let mut cells = Vec::new();
+        for cell in row.find_all(Locator::Css("th, td")).await.expect("cells") {
+            cells.push(cell.text().await.expect("cell text"));
+        }
+        shown.push(cells);
+    }
+    let number = |n: &Value| {
+        let digits = n.to_string();
+        // As the screen writes it: 1,200.
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    for r in report["rows"].as_array().expect("rows") {
+        let key = r["key"].as_str().expect("key");
+        let want = [
+            key.to_owned(),
+            number(&r["calls"]),
+            number(&r["input_tokens"]),
+            number(&r["output_tokens"]),
+        ];
+        assert!(
+            shown
+                .iter()
+                .any(|cells| cells.len() == 7 && cells[..4] == want),
+            "{want:?} in {shown:?}"
+        );
+    }
+    let today = text_of(&client, "[data-testid='tile-today']")
+        .await
+        .unwrap_or_default();
+    assert!(today.contains("of $1.00"), "{today}");
+    let painted = client
+        .execute(
+            "return [...document.querySelectorAll('.chart canvas')].filter(c => c.width > 0).length",
+            vec![],
+        )
+        .await
+        .expect("charts");
+    assert_eq!(painted, serde_json::json!(3));
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(artifacts().join("usage.png"), png).expect("save screenshot");
+    client.close().await.expect("end session");
+}
+
 /// The text of the first element matching `css`, if there is one.
 async fn text_of(client: &Client, css: &str) -> Option<String> {
     client.find(Locator::Css(css)).await.ok()?.text().await.ok()

@@ -796,6 +796,12 @@ async fn the_cascade_escalates_each_failing_fast_answer_and_never_after_a_write_
         ]
     );
 
+    // The report counts them: two fast answers kept, four replaced by the main model.
+    let (_, usage) = run(&home, &server, &["usage"]).await;
+    assert_eq!(usage["routing"]["fast"], 2, "{usage}");
+    assert_eq!(usage["routing"]["strong"], 4);
+    assert_eq!(usage["routing"]["escalated"], 4);
+
     let (out, off) = run(&home, &server, &["providers", "routing", "--no-cascade"]).await;
     assert!(out.status.success());
     assert_eq!(off["cascade"], false);

@@ -163,7 +163,8 @@ pub struct RoutingReport {
     pub cached: u64,
     /// What the fast answers cost, plus the fast answers a cascade threw away (USD).
     pub fast_cost_usd: f64,
-    /// The same tokens at the main model's price (`None`: its price is unknown).
+    /// The fast answers' tokens at the main model's price — what they would have cost on it
+    /// (`None`: its price is unknown).
     pub always_strong_usd: Option<f64>,
     /// `always_strong_usd − fast_cost_usd` (`None` when the main model's price is unknown).
     pub saved_usd: Option<f64>,
@@ -200,7 +201,7 @@ pub(crate) fn report(
     };
     let since_for_query = since.clone();
     type Line = (String, i64, i64, i64, i64, i64, Option<f64>, String);
-    type Fast = (i64, i64, i64, Option<f64>);
+    type Fast = (i64, i64, i64, Option<f64>, bool);
     type Gathered = (Vec<Line>, (i64, i64, i64, i64), Vec<Fast>);
     let (from, lines): (Option<i64>, Gathered) = store.read_blocking(move |c| {
         // Local midnight of the day, as SQLite's C library knows the local time zone
@@ -249,7 +250,8 @@ pub(crate) fn report(
         )?;
         // The calls of fast answers, and of fast answers a cascade replaced.
         let mut stmt = c.prepare(
-            "SELECT l.input_tokens, l.output_tokens, l.cached_input_tokens, l.cost_usd
+            "SELECT l.input_tokens, l.output_tokens, l.cached_input_tokens, l.cost_usd,
+                    l.outcome = 'escalated'
                FROM usage_ledger l LEFT JOIN messages m ON m.id = l.message_id
               WHERE l.created_at >= ?1 AND l.slot = 'main'
                 AND (l.outcome = 'escalated'
@@ -262,6 +264,7 @@ pub(crate) fn report(
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, Option<f64>>(3)?,
+                    r.get::<_, bool>(4)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -332,8 +335,13 @@ pub(crate) fn report(
         ..RoutingReport::default()
     };
     let mut strong_total = Some(0.0);
-    for (input, output, cached, cost) in fast_calls {
+    for (input, output, cached, cost, thrown_away) in fast_calls {
         routing.fast_cost_usd += cost.filter(|c| c.is_finite()).unwrap_or(0.0);
+        // A fast answer the cascade replaced is what routing wasted: the main model's
+        // answer to that request is paid in both worlds.
+        if thrown_away {
+            continue;
+        }
         let usage = Usage {
             input_tokens: n(input),
             output_tokens: n(output),

@@ -48,7 +48,7 @@ pub(crate) fn settings(store: &Store) -> Result<CacheSettings> {
 
 /// The key of a request: SHA-256 over everything the provider would receive, each part
 /// length-prefixed so no two requests can run together into the same bytes.
-pub(super) fn key(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
+pub fn key(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
     let mut h = Sha256::new();
     let mut part = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_le_bytes());
@@ -67,7 +67,7 @@ pub(super) fn key(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
 }
 
 /// The answer saved for `key`, if one has not expired.
-pub(super) fn lookup(store: &Store, key: &[u8; 32]) -> Result<Option<String>> {
+pub fn lookup(store: &Store, key: &[u8; 32]) -> Result<Option<String>> {
     let key = key.to_vec();
     store.read_blocking(move |c| {
         c.query_row(
@@ -80,7 +80,7 @@ pub(super) fn lookup(store: &Store, key: &[u8; 32]) -> Result<Option<String>> {
 }
 
 /// What a saved answer came from.
-pub(super) struct Entry<'a> {
+pub struct Entry<'a> {
     pub conversation: &'a str,
     pub model: &'a ChatModel,
     pub answer: &'a str,
@@ -89,7 +89,7 @@ pub(super) struct Entry<'a> {
 }
 
 /// Saves an answer for `key` (replacing an older one), to expire after the settings' hours.
-pub(super) fn save(
+pub fn save(
     store: &Store,
     key: &[u8; 32],
     entry: Entry<'_>,

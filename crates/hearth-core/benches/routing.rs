@@ -1,0 +1,305 @@
+//! Routing (issue 36), run with `make bench`:
+//!
+//! 1. **Savings**, side by side in one run: a scripted mix of 264 requests (the labelled set,
+//!    `tests/data/routing/requests.tsv`, four times) goes through the real `Hearth::chat`
+//!    twice against one scripted server — once with routing and the cascade on, once with
+//!    every request on the main model — with gpt-4o and gpt-4o-mini at the price table's
+//!    prices. Each answer's length follows the request's label (a quick answer ~90 tokens,
+//!    a careful one ~650), the prompt is what Hearth really sent (its bytes / 4), and one in
+//!    eight fast answers is cut off (the cascade then pays for both). Costs come from the
+//!    ledger (`Hearth::usage`). Target: ≥ 40 % saved. The router's accuracy on the labelled
+//!    set is printed with it.
+//! 2. **Overhead** per request (criterion): the routing decision, the response cache's key
+//!    over a realistic request (40 history messages, 20 tools) and its lookup in a store
+//!    holding 1,000 answers. Target: < 2 ms p50.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hearth_core::chat::{ChatModel, ChatOptions, ModelSlots, Sources};
+use hearth_core::llm::{ChatRequest, Protocol, Provider};
+use hearth_core::route::{self, Request, Tier, TierChoice};
+use hearth_core::types::{Message, ToolSpec};
+use hearth_core::{DataDir, Hearth, KeyBackend, ModelEdit, OpenOptions, RoutingSettings};
+use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The labelled set: (label, context, request).
+fn labelled() -> Vec<(Tier, String, String)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/routing/requests.tsv");
+    let text = std::fs::read_to_string(&path).expect("read the labelled set");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut f = l.splitn(3, '\t');
+            let label = Tier::parse(f.next()?)?;
+            Some((label, f.next()?.to_owned(), f.next()?.to_owned()))
+        })
+        .collect()
+}
+
+/// A request as the user would send it: long ones carry their pasted text.
+fn message(context: &str, request: &str) -> String {
+    if context == "long" {
+        format!(
+            "{request}\n\n{}",
+            "The quarterly figures show steady growth. ".repeat(300)
+        )
+    } else {
+        request.to_owned()
+    }
+}
+
+fn model(server: &LlmServer, name: &str) -> ChatModel {
+    ChatModel {
+        provider: Provider {
+            name: "cloud".into(),
+            protocol: Protocol::OpenAiCompatible,
+            base_url: server.base_url.clone(),
+            api_key: None,
+            launch: None,
+        },
+        model: name.into(),
+        context_window: None,
+    }
+}
+
+/// The scripted server: answers as long as the request's label asks, one fast answer in
+/// eight cut off at the length limit; the prompt's tokens are its bytes / 4.
+fn server_replies(labels: Arc<Vec<(String, Tier)>>, fast_calls: Arc<AtomicUsize>) -> Reply {
+    Reply::Dynamic(Arc::new(move |body: &Value| {
+        let prompt = (body.to_string().len() / 4) as u64;
+        let asked = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let label = labels
+            .iter()
+            .find(|(text, _)| asked.starts_with(text.as_str()))
+            .map_or(Tier::Strong, |(_, t)| *t);
+        let output: u64 = if label == Tier::Fast { 90 } else { 650 };
+        let fast_model = body["model"] == "gpt-4o-mini";
+        if fast_model && fast_calls.fetch_add(1, Ordering::SeqCst) % 8 == 7 {
+            return Reply::Stream {
+                data: vec![
+                    json!({"choices": [{"index": 0, "delta": {"content": "The answer is"}, "finish_reason": null}]}).to_string(),
+                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string(),
+                    json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": output}}).to_string(),
+                ],
+                pace: Duration::ZERO,
+                end: End::Done,
+            };
+        }
+        Reply::Stream {
+            data: text_stream(&["A scripted answer."], Some((prompt, output, 0))),
+            pace: Duration::ZERO,
+            end: End::Done,
+        }
+    }))
+}
+
+/// Runs the mix through `Hearth::chat`; returns the ledger's total cost and the answers by
+/// tier (fast, strong, escalated).
+fn run_mix(
+    routing: bool,
+    mix: &[(Tier, String, String)],
+    labels: Arc<Vec<(String, Tier)>>,
+) -> (f64, u64, u64, u64) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let fast_calls = Arc::new(AtomicUsize::new(0));
+        let replies = (0..mix.len() * 3)
+            .map(|_| server_replies(labels.clone(), fast_calls.clone()))
+            .collect();
+        let server = LlmServer::start(replies).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut opts = OpenOptions::new(DataDir::new(dir.path().join("data")));
+        opts.new_key_backend = KeyBackend::File;
+        let hearth = Hearth::open(&opts).expect("open");
+        hearth.set_sources(Sources::default());
+        // The price table's prices, applied to this local server.
+        for (name, price) in [
+            ("gpt-4o", (2.5, 10.0, 1.25)),
+            ("gpt-4o-mini", (0.15, 0.6, 0.075)),
+        ] {
+            hearth
+                .models()
+                .set(ModelEdit {
+                    model: name.into(),
+                    context_window: None,
+                    input_usd_per_mtok: Some(price.0),
+                    output_usd_per_mtok: Some(price.1),
+                    cached_usd_per_mtok: Some(price.2),
+                })
+                .expect("price");
+        }
+        hearth
+            .set_routing(RoutingSettings {
+                enabled: routing,
+                cascade: routing,
+            })
+            .expect("routing");
+        let slots = ModelSlots {
+            main: model(&server, "gpt-4o"),
+            fast: model(&server, "gpt-4o-mini"),
+            fallback: None,
+        };
+        for (_, context, request) in mix {
+            let options = ChatOptions {
+                message: message(context, request),
+                // A request with passages from the user's files: the probe for passages
+                // would send it to the main model (no folders are watched here).
+                tier: if context == "passages" && routing {
+                    TierChoice::Strong
+                } else {
+                    TierChoice::Auto
+                },
+                ..ChatOptions::default()
+            };
+            hearth
+                .chat(&slots, options, &CancellationToken::new(), |_| {})
+                .await
+                .expect("turn");
+        }
+        let report = hearth
+            .usage(None, hearth_core::UsageGroup::Model)
+            .expect("usage");
+        let r = report.routing;
+        (report.total.cost_usd, r.fast, r.strong, r.escalated)
+    })
+}
+
+fn savings() {
+    let set = labelled();
+    let (mut right, mut strong_sent_fast) = (0usize, 0usize);
+    for (label, context, request) in &set {
+        let d = route::route(
+            Request {
+                message: &message(context, request),
+                passages: usize::from(context == "passages"),
+                attachments: 0,
+            },
+            true,
+        );
+        right += usize::from(d.tier == *label);
+        strong_sent_fast += usize::from(*label == Tier::Strong && d.tier == Tier::Fast);
+    }
+    println!(
+        "router on the labelled set: accuracy {:.3} ({right}/{}), strong sent fast {strong_sent_fast}",
+        right as f64 / set.len() as f64,
+        set.len()
+    );
+    let mix: Vec<_> = (0..4).flat_map(|_| set.iter().cloned()).collect();
+    let labels: Arc<Vec<(String, Tier)>> = Arc::new(
+        set.iter()
+            .map(|(l, c, r)| (message(c, r).chars().take(60).collect(), *l))
+            .collect(),
+    );
+    let (routed, fast, strong, escalated) = run_mix(true, &mix, labels.clone());
+    let (always, _, _, _) = run_mix(false, &mix, labels);
+    println!(
+        "routing savings on {} requests: ${routed:.4} with routing and cascade vs ${always:.4} always on the main model: {:.1} % saved ({fast} fast, {strong} main of which {escalated} escalated)",
+        mix.len(),
+        (1.0 - routed / always) * 100.0
+    );
+}
+
+fn overhead(c: &mut Criterion) {
+    let set = labelled();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(LlmServer::start(Vec::new()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut opts = OpenOptions::new(DataDir::new(dir.path().join("data")));
+    opts.new_key_backend = KeyBackend::File;
+    let store = hearth_core::store::Store::open(&opts).expect("store");
+    let strong = model(&server, "gpt-4o");
+    // A realistic request: system, 40 history messages, the message; 20 tools.
+    let request = |text: &str| {
+        ChatRequest {
+        model: "gpt-4o".into(),
+        messages: std::iter::once(Message::system("You are Hearth. ".repeat(40)))
+            .chain((0..40).map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("Question {i} about the trip to Porto and the budget. ").repeat(4))
+                } else {
+                    Message::assistant(format!("Answer {i}: the train leaves at 9:40; the hotel is booked. ").repeat(8))
+                }
+            }))
+            .chain(std::iter::once(Message::user(text)))
+            .collect(),
+        tools: (0..20)
+            .map(|i| ToolSpec {
+                name: format!("tool_{i}"),
+                description: "Reads or changes something on the user's computer, within the folders they chose.".into(),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            })
+            .collect(),
+        max_output_tokens: Some(4096),
+        ..ChatRequest::default()
+    }
+    };
+    // 1,000 saved answers (a conversation for them to belong to).
+    let conversation = hearth_core::conversations::Conversations::new(store.clone())
+        .create("bench")
+        .expect("conversation");
+    for i in 0..1000 {
+        let key = hearth_core::chat::cache::key(&strong, &request(&format!("saved question {i}")));
+        hearth_core::chat::cache::save(
+            &store,
+            &key,
+            hearth_core::chat::cache::Entry {
+                conversation: &conversation,
+                model: &strong,
+                answer: "A saved answer.",
+                carried_memory: false,
+                carried_passages: false,
+            },
+            hearth_core::CacheSettings {
+                enabled: true,
+                ttl_hours: 24,
+            },
+        )
+        .expect("save");
+    }
+    let requests: Vec<(String, ChatRequest)> = set
+        .iter()
+        .map(|(_, c, r)| (message(c, r), request(&message(c, r))))
+        .collect();
+    let mut i = 0usize;
+    c.bench_function("route + response-cache key + lookup (1,000 saved)", |b| {
+        b.iter(|| {
+            let (text, req) = &requests[i % requests.len()];
+            i += 1;
+            let d = route::decide(
+                TierChoice::Auto,
+                Request {
+                    message: text,
+                    passages: 0,
+                    attachments: 0,
+                },
+                true,
+                true,
+            );
+            let key = hearth_core::chat::cache::key(&strong, req);
+            let hit = hearth_core::chat::cache::lookup(&store, &key).expect("lookup");
+            (d, hit)
+        })
+    });
+}
+
+fn all(c: &mut Criterion) {
+    savings();
+    overhead(c);
+}
+
+criterion_group!(benches, all);
+criterion_main!(benches);
