@@ -1,14 +1,15 @@
 //! Routing (issue 36), run with `make bench`:
 //!
-//! 1. **Savings**, side by side in one run: a scripted mix of 264 requests (the labelled set,
-//!    `tests/data/routing/requests.tsv`, four times) goes through the real `Hearth::chat`
-//!    twice against one scripted server — once with routing and the cascade on, once with
-//!    every request on the main model — with gpt-4o and gpt-4o-mini at the price table's
-//!    prices. Each answer's length follows the request's label (a quick answer ~90 tokens,
-//!    a careful one ~650), the prompt is what Hearth really sent (its bytes / 4), and one in
-//!    eight fast answers is cut off (the cascade then pays for both). Costs come from the
-//!    ledger (`Hearth::usage`). Target: ≥ 40 % saved. The router's accuracy on the labelled
-//!    set is printed with it.
+//! 1. **Savings**, side by side in one run: two scripted mixes — the labelled set
+//!    (`tests/data/routing/requests.tsv`) four times (264 requests, balanced) and an everyday
+//!    mix of 240 requests, 7 quick ones in 10 — each go through the real `Hearth::chat`
+//!    twice against a scripted server: once with routing and the cascade on, once with every
+//!    request on the main model; gpt-4o and gpt-4o-mini at the price table's prices;
+//!    conversations of six turns with the built-in tools offered. Each answer is as long as
+//!    its request's label asks (a quick answer 90 tokens, a careful one 650), the prompt is
+//!    what Hearth really sent (its bytes / 4), and one fast answer in eight is cut off (the
+//!    cascade then pays for both). Costs come from the ledger (`Hearth::usage`). Target:
+//!    ≥ 40 % saved. The router's accuracy on the labelled set is printed with it.
 //! 2. **Overhead** per request (criterion): the routing decision, the response cache's key
 //!    over a realistic request (40 history messages, 20 tools) and its lookup in a store
 //!    holding 1,000 answers. Target: < 2 ms p50.
@@ -27,6 +28,9 @@ use hearth_core::{DataDir, Hearth, KeyBackend, ModelEdit, OpenOptions, RoutingSe
 use hearth_testkit::llm_server::{End, LlmServer, Reply, text_stream};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+/// Turns per conversation in the mixes (the history grows as in real use).
+const TURNS_PER_CONVERSATION: usize = 6;
 
 /// The labelled set: (label, context, request).
 fn labelled() -> Vec<(Tier, String, String)> {
@@ -95,8 +99,10 @@ fn server_replies(labels: Arc<Vec<(String, Tier)>>, fast_calls: Arc<AtomicUsize>
                 end: End::Done,
             };
         }
+        // The answer's text is as long as its tokens, so the history grows as it would.
+        let text = "word ".repeat(output as usize);
         Reply::Stream {
-            data: text_stream(&["A scripted answer."], Some((prompt, output, 0))),
+            data: text_stream(&[text.as_str()], Some((prompt, output, 0))),
             pace: Duration::ZERO,
             end: End::Done,
         }
@@ -153,8 +159,15 @@ fn run_mix(
             fast: model(&server, "gpt-4o-mini"),
             fallback: None,
         };
-        for (_, context, request) in mix {
+        let mut conversation: Option<String> = None;
+        for (i, (_, context, request)) in mix.iter().enumerate() {
+            // Conversations of six turns, with the built-in tools offered as in the app.
+            if i % TURNS_PER_CONVERSATION == 0 {
+                conversation = None;
+            }
             let options = ChatOptions {
+                conversation: conversation.clone(),
+                tools: hearth_core::tools::gate::ToolSettings::new(None),
                 message: message(context, request),
                 // A request with passages from the user's files: the probe for passages
                 // would send it to the main model (no folders are watched here).
@@ -165,14 +178,26 @@ fn run_mix(
                 },
                 ..ChatOptions::default()
             };
-            hearth
+            let outcome = hearth
                 .chat(&slots, options, &CancellationToken::new(), |_| {})
                 .await
                 .expect("turn");
+            conversation = outcome.conversation;
         }
         let report = hearth
             .usage(None, hearth_core::UsageGroup::Model)
             .expect("usage");
+        for row in &report.rows {
+            println!(
+                "  {} {}: {} calls, {} in, {} out, ${:.4}",
+                if routing { "routed" } else { "always-main" },
+                row.key,
+                row.calls,
+                row.input_tokens,
+                row.output_tokens,
+                row.cost_usd
+            );
+        }
         let r = report.routing;
         (report.total.cost_usd, r.fast, r.strong, r.escalated)
     })
@@ -198,19 +223,38 @@ fn savings() {
         right as f64 / set.len() as f64,
         set.len()
     );
-    let mix: Vec<_> = (0..4).flat_map(|_| set.iter().cloned()).collect();
     let labels: Arc<Vec<(String, Tier)>> = Arc::new(
         set.iter()
             .map(|(l, c, r)| (message(c, r).chars().take(60).collect(), *l))
             .collect(),
     );
-    let (routed, fast, strong, escalated) = run_mix(true, &mix, labels.clone());
-    let (always, _, _, _) = run_mix(false, &mix, labels);
-    println!(
-        "routing savings on {} requests: ${routed:.4} with routing and cascade vs ${always:.4} always on the main model: {:.1} % saved ({fast} fast, {strong} main of which {escalated} escalated)",
-        mix.len(),
-        (1.0 - routed / always) * 100.0
-    );
+    let (fast_set, strong_set): (Vec<_>, Vec<_>) =
+        set.iter().cloned().partition(|(l, _, _)| *l == Tier::Fast);
+    // Two mixes, interleaved so conversations hold both kinds: the labelled set four times
+    // (balanced: 34 quick, 32 careful), and an everyday mix of 7 quick requests in 10 (an
+    // assumption about how people use an assistant, stated rather than measured).
+    let balanced: Vec<_> = (0..4).flat_map(|_| set.iter().cloned()).collect();
+    let everyday: Vec<_> = (0..240)
+        .map(|i| {
+            if i % 10 < 7 {
+                fast_set[(i * 7) % fast_set.len()].clone()
+            } else {
+                strong_set[(i * 3) % strong_set.len()].clone()
+            }
+        })
+        .collect();
+    for (name, mix) in [
+        ("labelled set x4", balanced),
+        ("everyday mix (70 % quick)", everyday),
+    ] {
+        let (routed, fast, strong, escalated) = run_mix(true, &mix, labels.clone());
+        let (always, _, _, _) = run_mix(false, &mix, labels.clone());
+        println!(
+            "routing savings, {name}, {} requests: ${routed:.4} with routing and cascade vs ${always:.4} always on the main model: {:.1} % saved ({fast} fast, {strong} main of which {escalated} escalated)",
+            mix.len(),
+            (1.0 - routed / always) * 100.0
+        );
+    }
 }
 
 fn overhead(c: &mut Criterion) {
