@@ -462,7 +462,7 @@ async fn an_improved_answer_says_so_and_the_usage_screen_shows_what_the_ledger_h
         // As the screen writes it: 1,200.
         let mut out = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(c);
