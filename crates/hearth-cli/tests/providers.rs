@@ -1133,3 +1133,50 @@ async fn hearth_usage_counts_the_routers_decisions_and_what_routing_saved() {
         "{text}"
     );
 }
+
+/// A provider whose main model costs $1 per million tokens in and $20 out, under a daily
+/// cap of $0.12: one call reading 100,000 tokens ($0.10) takes it past 80 %.
+async fn capped_provider(replies: Vec<Reply>) -> (LlmServer, Home) {
+    let server = LlmServer::start(replies).await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    // The same priced model learns too (an unpriced one on this local server would be free).
+    add.extend(["--model", "big-model", "--fast-model", "big-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let price = [
+        "models",
+        "set",
+        "big-model",
+        "--input-price",
+        "1",
+        "--output-price",
+        "20",
+    ];
+    let (out, v) = run(&home, &server, &price).await;
+    assert!(out.status.success(), "{v}");
+    let (out, v) = run(&home, &server, &["usage", "budget", "--daily", "0.12"]).await;
+    assert!(out.status.success(), "{v}");
+    (server, home)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_loop_stops_before_the_call_that_would_cross_a_cap() {
+    // The first call asks for a tool and reads 100,000 tokens ($0.10): the call after the
+    // tool would cross $0.12, so the run stops before it.
+    let mut asks = tool_call_stream(&[("l1", "list_directory", r#"{"path": "."}"#)]);
+    asks.push(
+        serde_json::json!({"choices": [], "usage": {"prompt_tokens": 100_000, "completion_tokens": 5}})
+            .to_string(),
+    );
+    let (server, home) = capped_provider(vec![
+        stream(asks),
+        stream(text_stream(&["Never sent."], Some((100_000, 5, 0)))),
+    ])
+    .await;
+    let (out, turn) = run(&home, &server, &["chat", "What is in my notes folder?"]).await;
+    assert!(out.status.success(), "{turn}");
+    assert_eq!(turn["stop_reason"], "budget", "{turn}");
+    assert_eq!(turn["tool_calls"][0]["tool"], "list_directory");
+    assert_eq!(server.seen().len(), 1, "the second call was never sent");
+}
