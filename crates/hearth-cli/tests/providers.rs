@@ -1134,9 +1134,9 @@ async fn hearth_usage_counts_the_routers_decisions_and_what_routing_saved() {
     );
 }
 
-/// A provider whose main model costs $1 per million tokens in and $20 out, under a daily
+/// A provider whose model costs $1 per million tokens in and `output` out, under a daily
 /// cap of $0.12: one call reading 100,000 tokens ($0.10) takes it past 80 %.
-async fn capped_provider(replies: Vec<Reply>) -> (LlmServer, Home) {
+async fn capped_provider(output: &str, replies: Vec<Reply>) -> (LlmServer, Home) {
     let server = LlmServer::start(replies).await;
     let home = Home::new();
     let mut add = add_args("cloud", "custom", &server.base_url);
@@ -1151,7 +1151,7 @@ async fn capped_provider(replies: Vec<Reply>) -> (LlmServer, Home) {
         "--input-price",
         "1",
         "--output-price",
-        "20",
+        output,
     ];
     let (out, v) = run(&home, &server, &price).await;
     assert!(out.status.success(), "{v}");
@@ -1169,14 +1169,63 @@ async fn a_tool_loop_stops_before_the_call_that_would_cross_a_cap() {
         serde_json::json!({"choices": [], "usage": {"prompt_tokens": 100_000, "completion_tokens": 5}})
             .to_string(),
     );
-    let (server, home) = capped_provider(vec![
-        stream(asks),
-        stream(text_stream(&["Never sent."], Some((100_000, 5, 0)))),
-    ])
+    // $20 per million out: the next call may cost up to $0.035.
+    let (server, home) = capped_provider(
+        "20",
+        vec![
+            stream(asks),
+            stream(text_stream(&["Never sent."], Some((100_000, 5, 0)))),
+        ],
+    )
     .await;
     let (out, turn) = run(&home, &server, &["chat", "What is in my notes folder?"]).await;
     assert!(out.status.success(), "{turn}");
     assert_eq!(turn["stop_reason"], "budget", "{turn}");
     assert_eq!(turn["tool_calls"][0]["tool"], "list_directory");
     assert_eq!(server.seen().len(), 1, "the second call was never sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learning_pauses_at_80_percent_of_a_cap_while_the_user_can_still_ask() {
+    // $5 per million out: the user's next message ($0.01 at most) still fits under $0.12,
+    // learning ($0.01 more) would pass the 80 % at which background work stops.
+    let (server, home) = capped_provider(
+        "5",
+        vec![
+            stream(text_stream(&["Noted."], Some((100_000, 5, 0)))),
+            stream(text_stream(&["Never asked."], Some((10, 5, 0)))),
+        ],
+    )
+    .await;
+    // The answer takes spending to 83 %: the user is told, and learning from the exchange
+    // (another call of the same priced model) waits instead of spending the rest.
+    let out = with_stdin(
+        &home,
+        &server,
+        &[
+            "chat",
+            "--learn",
+            "I live in Lisbon and I am allergic to peanuts.",
+        ],
+        "file",
+        "",
+    )
+    .await;
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(83 %)"), "{stderr}");
+    assert!(
+        stderr.contains("could not learn from this exchange yet")
+            && stderr.contains("Background work (learning, summarising) is paused"),
+        "{stderr}"
+    );
+    assert_eq!(server.seen().len(), 1, "no learning call was sent");
+    // The job waits in the queue, none of its attempts used; the user can still ask.
+    let (out, doctor) = run(&home, &server, &["doctor"]).await;
+    assert!(out.status.success(), "{doctor}");
+    assert_eq!(doctor["jobs"]["queued"], 1, "{doctor}");
+    assert_eq!(doctor["jobs"]["failed"], 0, "{doctor}");
+    let (out, again) = run(&home, &server, &["chat", "And the weather?"]).await;
+    assert!(out.status.success(), "{again}");
+    assert_eq!(again["answer"], "Never asked.");
 }
