@@ -237,12 +237,7 @@ fn start_turn<R: Runtime>(
                                 turn_id,
                                 from: from.to_owned(),
                                 to: to.to_owned(),
-                                text: hearth_core::Route {
-                                    tier: hearth_core::Tier::Strong,
-                                    reason,
-                                    escalated_from: None,
-                                }
-                                .describe(),
+                                text: hearth_core::Route::escalated(reason, from).describe(),
                             },
                         ),
                     };

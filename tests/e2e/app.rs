@@ -334,18 +334,7 @@ async fn an_improved_answer_says_so_and_the_usage_screen_shows_what_the_ledger_h
     )
     .await;
     let sandbox = Sandbox::new();
-    let hearth = |args: &[&str]| -> Value {
-        let mut cli = Command::new(bin_dir().join("hearth"));
-        cli.args(args).arg("--json");
-        sandbox.apply(&mut cli, true);
-        let out = cli.output().expect("run cli");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice(&out.stdout).expect("json")
-    };
+    let hearth = |args: &[&str]| cli_ok(&sandbox, args);
     hearth(&[
         "providers",
         "add",
@@ -1226,18 +1215,7 @@ async fn a_memory_added_by_the_cli_shows_up_and_deleting_it_there_reaches_the_cl
         "run under xvfb-run (make test does)"
     );
     let sandbox = Sandbox::new();
-    let hearth = |args: &[&str]| -> Value {
-        let mut cli = Command::new(bin_dir().join("hearth"));
-        cli.args(args).arg("--json");
-        sandbox.apply(&mut cli, true);
-        let out = cli.output().expect("run cli");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice(&out.stdout).expect("json")
-    };
+    let hearth = |args: &[&str]| cli_ok(&sandbox, args);
     // The data folder exists before the app starts (the CLI creates it).
     hearth(&[
         "memory",
@@ -1787,6 +1765,20 @@ async fn attr_of(client: &Client, css: &str, attr: &str) -> Option<String> {
         .attr(attr)
         .await
         .ok()?
+}
+
+/// `hearth ARGS --json` in the sandbox, which must succeed; its stdout as JSON.
+fn cli_ok(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut cli = Command::new(bin_dir().join("hearth"));
+    cli.args(args).arg("--json");
+    sandbox.apply(&mut cli, true);
+    let out = cli.output().expect("run cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
 }
 
 /// `hearth ARGS` in the sandbox, its stdout as JSON.

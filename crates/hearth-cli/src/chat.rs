@@ -101,12 +101,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 (false, TurnEvent::Escalating { from, to, reason }) => {
                     let _ = stdout.write_all(b"\n");
                     let _ = stdout.flush();
-                    let why = hearth_core::Route {
-                        tier: hearth_core::Tier::Strong,
-                        reason,
-                        escalated_from: None,
-                    }
-                    .describe();
+                    let why = hearth_core::Route::escalated(reason, from).describe();
                     eprintln!(
                         "note: {} answered; {why} — {} answers again:",
                         hearth_core::display::prose(from),

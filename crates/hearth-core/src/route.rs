@@ -161,6 +161,15 @@ pub struct Route {
 }
 
 impl Route {
+    /// The route of the main model's answer that replaced `from`'s, for `reason`.
+    pub fn escalated(reason: Reason, from: &str) -> Self {
+        Self {
+            tier: Tier::Strong,
+            reason,
+            escalated_from: Some(from.to_owned()),
+        }
+    }
+
     /// Whether an answer shows its route: only when there was a choice to make (with one
     /// model, "strong — no fast model is set" would say nothing to the user).
     pub fn shown(&self) -> bool {

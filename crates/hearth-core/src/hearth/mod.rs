@@ -600,11 +600,7 @@ impl Hearth {
             again.conversation = Some(id.clone());
             again.redo = crate::chat::Redo::Regenerate;
         }
-        let route = crate::route::Route {
-            tier: crate::route::Tier::Strong,
-            reason,
-            escalated_from: Some(first.model.clone()),
-        };
+        let route = crate::route::Route::escalated(reason, &first.model);
         match self
             .run_routed(
                 models,
