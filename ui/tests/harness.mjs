@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
@@ -78,21 +77,38 @@ export async function serve(root) {
   };
 }
 
+/** @type {Promise<import('playwright-core').Browser> | null} */
+let shared = null;
+
 /**
- * A fresh Chromium (own temp profile) with one page. Console errors, page errors and
- * failed requests are collected in `problems`; tests assert it stays empty.
+ * One Chromium per test file (process), launched on first use and closed when the file's
+ * tests are done: launching a browser costs a second or two, a fresh context a few ms.
+ */
+function sharedBrowser() {
+  if (!shared) {
+    if (!fs.existsSync(CHROMIUM)) {
+      throw new Error(`Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+    }
+    shared = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    after(async () => {
+      const browser = await shared;
+      shared = null;
+      await browser?.close();
+    });
+  }
+  return shared;
+}
+
+/**
+ * A fresh browser context (its own storage, cookies and permissions, like a new profile)
+ * with one page. Console errors, page errors and failed requests are collected in
+ * `problems`; tests assert it stays empty.
  *
  * @param {{ colorScheme?: 'light' | 'dark', viewport?: { width: number, height: number }, bypassCSP?: boolean }} [options]
  */
 export async function openBrowser(options = {}) {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
-  }
-  const profile = await fsp.mkdtemp(path.join(os.tmpdir(), 'hearth-ui-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
+  const browser = await sharedBrowser();
+  const context = await browser.newContext({
     colorScheme: options.colorScheme ?? 'light',
     reducedMotion: 'reduce',
     viewport: options.viewport ?? { width: 1120, height: 760 },
@@ -100,7 +116,7 @@ export async function openBrowser(options = {}) {
     locale: 'en-US',
     bypassCSP: options.bypassCSP ?? false,
   });
-  const page = context.pages()[0] ?? (await context.newPage());
+  const page = await context.newPage();
   /** @type {string[]} */
   const problems = [];
   page.on('console', (message) => {
@@ -116,7 +132,6 @@ export async function openBrowser(options = {}) {
     problems,
     async close() {
       await context.close();
-      await fsp.rm(profile, { recursive: true, force: true });
     },
   };
 }
