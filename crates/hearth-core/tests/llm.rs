@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth_core::llm::{
-    ChatRequest, Completion, LlmClient, LlmError, Protocol, Provider, RetryPolicy, StreamEvent,
-    Timeouts,
+    ChatRequest, Completion, LlmClient, LlmError, Priority, Protocol, Provider, RetryPolicy,
+    StreamEvent, Timeouts,
 };
 use hearth_core::types::{Message, ToolSpec, Usage};
 use hearth_testkit::llm_server::*;
@@ -434,4 +434,249 @@ async fn an_embeddings_rate_limit_with_an_unusable_wait_fails_at_once() {
         .expect_err("rate limited");
     assert_eq!(err.code(), "provider_rate_limited");
     assert_eq!(server.embedding_requests(), 1);
+}
+
+// ----- Client-side rate limits: the order the server sees, never durations. -----
+
+/// A reply that echoes the request's last user message, with `headers`.
+fn echo(headers: &'static [(&'static str, &'static str)]) -> Reply {
+    Reply::Dynamic(Arc::new(move |body: &serde_json::Value| {
+        let said = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        with_headers(headers, stream(text_stream(&[&said], None)))
+    }))
+}
+
+fn asking(text: &str, priority: Priority) -> ChatRequest {
+    ChatRequest {
+        model: "gpt-4o-mini".into(),
+        messages: vec![Message::user(text)],
+        priority,
+        ..ChatRequest::default()
+    }
+}
+
+async fn ask(client: &LlmClient, server: &LlmServer, request: ChatRequest) -> String {
+    let done = client
+        .stream_chat(
+            &provider(server),
+            &request,
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .expect("answered");
+    done.text
+}
+
+/// The user messages the server got, in the order it got them.
+fn order(server: &LlmServer) -> Vec<String> {
+    server
+        .seen()
+        .iter()
+        .map(|s| {
+            s.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// One request per window (the window resets 150 ms after each answer).
+const ONE_AT_A_TIME: &[(&str, &str)] = &[
+    ("x-ratelimit-limit-requests", "1"),
+    ("x-ratelimit-remaining-requests", "0"),
+    ("x-ratelimit-reset-requests", "150ms"),
+];
+
+#[tokio::test]
+async fn calls_past_the_providers_limits_queue_and_all_complete_in_the_order_they_came() {
+    let started = std::time::Instant::now();
+    // The first answer says the request bucket is empty; the next call is refused once
+    // with a 429 (retry-after 1 s, and the bucket still empty); then every call goes.
+    let server = LlmServer::start(vec![
+        echo(ONE_AT_A_TIME),
+        status_with(
+            429,
+            &[
+                ("retry-after", "1"),
+                ("x-ratelimit-limit-requests", "1"),
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "1s"),
+            ],
+            r#"{"error":{"message":"Rate limit reached for requests"}}"#,
+        ),
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+    ])
+    .await;
+    let client = client(Duration::from_millis(200));
+    assert_eq!(
+        ask(&client, &server, asking("one", Priority::User)).await,
+        "one"
+    );
+    // Four calls at once (each takes its place in the queue when first polled, in this
+    // order); none fails, and the server sees them one after another in that order.
+    let (two, three, four, five) = tokio::join!(
+        ask(&client, &server, asking("two", Priority::User)),
+        ask(&client, &server, asking("three", Priority::User)),
+        ask(&client, &server, asking("four", Priority::User)),
+        ask(&client, &server, asking("five", Priority::User)),
+    );
+    assert_eq!([two, three, four, five], ["two", "three", "four", "five"]);
+    assert_eq!(
+        order(&server),
+        ["one", "two", "two", "three", "four", "five"],
+        "the 429ed call went again first, the others waited behind it"
+    );
+    // The timeline, for the record (not asserted: durations swing).
+    for (i, (seen, text)) in server.seen().iter().zip(order(&server)).enumerate() {
+        println!(
+            "timeline {i}: {:>5} ms  {text}",
+            seen.at.duration_since(started).as_millis()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_call_larger_than_the_token_bucket_goes_through_alone() {
+    // A token bucket of 50 (full again at once): a call of ~400 tokens never fits. It still
+    // goes, alone: the small call queued behind it reaches the server only after the large
+    // one's answer has ended.
+    const SMALL_BUCKET: &[(&str, &str)] = &[
+        ("x-ratelimit-limit-tokens", "50"),
+        ("x-ratelimit-remaining-tokens", "50"),
+        ("x-ratelimit-reset-tokens", "0s"),
+    ];
+    let slow = Reply::WithHeaders {
+        headers: SMALL_BUCKET
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        reply: Box::new(Reply::Stream {
+            data: text_stream(&["a ", "long ", "answer"], None),
+            pace: Duration::from_millis(60),
+            end: End::Done,
+        }),
+    };
+    let server = LlmServer::start(vec![echo(SMALL_BUCKET), slow, echo(SMALL_BUCKET)]).await;
+    let client = client(Duration::from_millis(10));
+    assert_eq!(
+        ask(&client, &server, asking("hi", Priority::User)).await,
+        "hi"
+    );
+    let large = format!("summarise this: {}", "word ".repeat(320));
+    let large_done = Arc::new(Mutex::new(None));
+    let mark = large_done.clone();
+    let (long_answer, small) = tokio::join!(
+        async {
+            let text = ask(&client, &server, asking(&large, Priority::User)).await;
+            *mark.lock().expect("lock") = Some(std::time::Instant::now());
+            text
+        },
+        ask(&client, &server, asking("small", Priority::User)),
+    );
+    assert_eq!(long_answer, "a long answer");
+    assert_eq!(small, "small");
+    assert_eq!(order(&server), ["hi", large.as_str(), "small"]);
+    let large_done = large_done.lock().expect("lock").expect("large call done");
+    assert!(
+        server.seen()[2].at >= large_done,
+        "the small call was sent only once the large one was done"
+    );
+}
+
+#[tokio::test]
+async fn background_work_waits_behind_the_users_turn() {
+    let server = LlmServer::start(vec![
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+        echo(ONE_AT_A_TIME),
+    ])
+    .await;
+    let client = client(Duration::from_millis(10));
+    assert_eq!(
+        ask(&client, &server, asking("first", Priority::User)).await,
+        "first"
+    );
+    // Learning queues first, then two user messages: both go before it.
+    let (learned, asked, again) = tokio::join!(
+        ask(
+            &client,
+            &server,
+            asking("learn memories", Priority::Background)
+        ),
+        ask(&client, &server, asking("user question", Priority::User)),
+        ask(&client, &server, asking("user follow-up", Priority::User)),
+    );
+    assert_eq!(
+        [learned.as_str(), asked.as_str(), again.as_str()],
+        ["learn memories", "user question", "user follow-up"]
+    );
+    assert_eq!(
+        order(&server),
+        ["first", "user question", "user follow-up", "learn memories"]
+    );
+}
+
+#[tokio::test]
+async fn a_limit_that_resets_too_far_away_fails_at_once_and_stop_ends_a_wait() {
+    const DAILY: &[(&str, &str)] = &[
+        ("x-ratelimit-limit-requests", "200"),
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "7h12m"),
+    ];
+    let server = LlmServer::start(vec![echo(DAILY), echo(DAILY)]).await;
+    let client = client(Duration::from_millis(10));
+    assert_eq!(
+        ask(&client, &server, asking("one", Priority::User)).await,
+        "one"
+    );
+    let err = client
+        .stream_chat(
+            &provider(&server),
+            &asking("two", Priority::User),
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .expect_err("a seven-hour wait is not queued");
+    assert_eq!(err.code(), "provider_rate_limited");
+    assert!(
+        err.to_string().contains("its limits reset in 7 h 11 min")
+            || err.to_string().contains("its limits reset in 7 h 12 min"),
+        "{err}"
+    );
+    assert_eq!(order(&server), ["one"], "nothing was sent");
+
+    // A minute's wait is queued; Stop ends it at once, and nothing is sent.
+    const MINUTE: &[(&str, &str)] = &[
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "60s"),
+    ];
+    let server = LlmServer::start(vec![echo(MINUTE), echo(MINUTE)]).await;
+    assert_eq!(
+        ask(&client, &server, asking("one", Priority::User)).await,
+        "one"
+    );
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let (to, two) = (provider(&server), asking("two", Priority::User));
+    let (done, ()) = tokio::join!(client.stream_chat(&to, &two, &cancel, |_| {}), async move {
+        tokio::task::yield_now().await;
+        stop.cancel();
+    },);
+    let done = done.expect("a stopped wait is not an error");
+    assert!(done.stopped && done.text.is_empty());
+    assert_eq!(order(&server), ["one"], "nothing was sent");
 }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Next, Sent};
 use super::limits::{MAX_ANSWER, MAX_SSE_EVENT};
+use super::ratelimit::Lane;
 use super::{Attempt, ChatRequest, Completion, LlmError, Provider, StreamEvent, Timeouts};
 use crate::types::{ToolCall, Usage};
 
@@ -144,30 +145,44 @@ pub fn parse_json(data: &str) -> Result<Value, Stop> {
         .map_err(|e| Stop::Protocol(format!("a stream event is not JSON ({e})")))
 }
 
+/// How a call goes out: the client, its timeouts, and the provider's rate-limit lane (which
+/// learns from the response's headers).
+#[derive(Clone, Copy)]
+pub struct Wire<'a> {
+    pub http: &'a reqwest::Client,
+    pub timeouts: Timeouts,
+    pub lane: &'a Lane,
+}
+
 /// One try: send, then read the stream to its end with `decoder`.
 pub async fn attempt(
     mut decoder: impl Decoder,
-    http_client: &reqwest::Client,
-    timeouts: Timeouts,
+    wire: Wire<'_>,
     provider: &Provider,
     request: &ChatRequest,
     cancel: &CancellationToken,
     on_event: &mut (impl FnMut(StreamEvent) + Send),
 ) -> Result<Completion, Attempt> {
+    let Wire {
+        http: http_client,
+        timeouts,
+        lane,
+    } = wire;
     let name = provider.name.clone();
     let url = decoder.url(provider.base_url.trim_end_matches('/'));
     let req = http::authorized(http_client, provider, reqwest::Method::POST, &url)
         .map_err(Attempt::Fail)?
         .json(&decoder.body(request));
-    let response = match http::send(req, timeouts, &name, &request.model, cancel).await? {
-        Sent::Cancelled => {
-            return Ok(Completion {
-                stopped: true,
-                ..Completion::default()
-            });
-        }
-        Sent::Response(r) => r,
-    };
+    let response =
+        match http::send(req, timeouts, &name, &request.model, cancel, Some(lane)).await? {
+            Sent::Cancelled => {
+                return Ok(Completion {
+                    stopped: true,
+                    ..Completion::default()
+                });
+            }
+            Sent::Response(r) => r,
+        };
     let mut events = http::events(response);
     let mut answer = Answer::default();
     answer.out.usage = decoder.initial_usage();

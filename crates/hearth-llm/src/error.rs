@@ -16,7 +16,7 @@ pub enum LlmError {
     /// (`asked`: what the provider asked for, e.g. "inf seconds").
     #[error(
         "{provider} is rate-limiting requests{}; try again later",
-        asked_text(asked)
+        asked_text(asked, retry_after)
     )]
     RateLimited {
         provider: String,
@@ -89,13 +89,26 @@ pub enum LlmError {
     Client(String),
 }
 
-fn asked_text(asked: &Option<String>) -> String {
-    match asked {
-        Some(a) => format!(
+fn asked_text(asked: &Option<String>, retry_after: &Option<Duration>) -> String {
+    match (asked, retry_after) {
+        (Some(a), _) => format!(
             ": the provider asked to wait {a}, and Hearth waits at most {} s",
             super::limits::MAX_RETRY_WAIT.as_secs()
         ),
-        None => String::new(),
+        (None, Some(wait)) if *wait > super::ratelimit::MAX_QUEUE_WAIT => {
+            format!(": its limits reset in {}", wait_text(*wait))
+        }
+        (None, _) => String::new(),
+    }
+}
+
+/// A wait for people: "45 s", "12 min", "7 h 12 min".
+fn wait_text(wait: Duration) -> String {
+    let secs = wait.as_secs();
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7200 => format!("{} min", secs.div_ceil(60)),
+        _ => format!("{} h {} min", secs / 3600, (secs % 3600) / 60),
     }
 }
 

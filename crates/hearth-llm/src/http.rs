@@ -9,6 +9,7 @@ use futures_util::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{MAX_ERROR_BODY, MAX_LOCATION_SHOWN, MAX_RETRY_WAIT, MAX_SSE_EVENT};
+use super::ratelimit::Lane;
 use super::{Attempt, Completion, LlmError, Protocol, Provider, Timeouts};
 
 /// Whether a URL's host (as `Url::host_str` gives it: IPv6 in brackets, IPv4 normalised to
@@ -72,13 +73,15 @@ pub enum Sent {
     Cancelled,
 }
 
-/// Sends `req`; connection failures and failing statuses become [`Attempt`]s.
+/// Sends `req`; connection failures and failing statuses become [`Attempt`]s. The
+/// response's rate-limit headers (any status) teach `lane` the provider's buckets.
 pub async fn send(
     req: reqwest::RequestBuilder,
     timeouts: Timeouts,
     provider: &str,
     model: &str,
     cancel: &CancellationToken,
+    lane: Option<&Lane>,
 ) -> Result<Sent, Attempt> {
     let response = tokio::select! {
         _ = cancel.cancelled() => return Ok(Sent::Cancelled),
@@ -96,6 +99,9 @@ pub async fn send(
         Ok(Err(e)) => return Err(unavailable(e.to_string())),
         Ok(Ok(r)) => r,
     };
+    if let Some(lane) = lane {
+        lane.observe(response.headers());
+    }
     let status = response.status();
     if status.is_success() {
         return Ok(Sent::Response(response));
@@ -437,14 +443,16 @@ pub fn too_large(
 /// Waits before another try of a call. `Ok(true)`: try again; `Ok(false)`: cancelled
 /// meanwhile; `Err`: no try is left (retries used up, or the waits of this call would pass
 /// [`MAX_RETRY_WAIT`] in total).
-pub async fn pause(
+/// How long to wait before the next try of a failed call (`after`, the server's
+/// `Retry-After`, wins over the backoff), or the error when the retries or the total wait
+/// allowed ([`MAX_RETRY_WAIT`]) are used up.
+pub fn retry_wait(
     delays: &mut impl Iterator<Item = Duration>,
     waited: &mut Duration,
     provider: &str,
     error: LlmError,
     after: Option<Duration>,
-    cancel: &CancellationToken,
-) -> Result<bool, LlmError> {
+) -> Result<Duration, LlmError> {
     let Some(backoff) = delays.next() else {
         return Err(error);
     };
@@ -454,6 +462,19 @@ pub async fn pause(
     }
     *waited += wait;
     tracing::info!(provider = %provider, code = error.code(), wait_ms = wait.as_millis() as u64, "retrying provider call");
+    Ok(wait)
+}
+
+/// Waits [`retry_wait`] before the next try; `Ok(false)` when the user stopped meanwhile.
+pub async fn pause(
+    delays: &mut impl Iterator<Item = Duration>,
+    waited: &mut Duration,
+    provider: &str,
+    error: LlmError,
+    after: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Result<bool, LlmError> {
+    let wait = retry_wait(delays, waited, provider, error, after)?;
     tokio::select! {
         _ = cancel.cancelled() => Ok(false),
         _ = tokio::time::sleep(wait) => Ok(true),

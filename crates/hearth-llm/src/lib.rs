@@ -14,6 +14,7 @@ mod error;
 mod http;
 pub mod limits;
 mod openai;
+pub mod ratelimit;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use zeroize::Zeroizing;
 
 pub use error::LlmError;
 pub use http::insecure_host;
+pub use ratelimit::Priority;
 
 pub use hearth_base::types;
 use hearth_base::types::{Message, ToolCall, ToolSpec, Usage};
@@ -137,6 +139,33 @@ pub struct ChatRequest {
     /// get `response_format: json_schema` (Ollama, LM Studio, llama.cpp and vLLM honour it);
     /// Anthropic gets the schema in the prompt. Callers still validate what comes back.
     pub json_schema: Option<(String, serde_json::Value)>,
+    /// Whose call this is: in a provider's rate-limit queue the user's turn goes before
+    /// background work. Not sent.
+    pub priority: Priority,
+}
+
+impl ChatRequest {
+    /// Tokens the call may use, for the provider's token bucket: the prompt at about four
+    /// characters a token, plus the output limit (which providers count up front).
+    pub fn estimated_tokens(&self) -> u64 {
+        let chars: usize = self
+            .messages
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+            + self
+                .tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>();
+        (chars / 4) as u64 + u64::from(self.max_output_tokens.unwrap_or(0))
+    }
 }
 
 /// Something that arrived on the stream.
@@ -218,6 +247,8 @@ pub struct LlmClient {
     http: reqwest::Client,
     retry: RetryPolicy,
     timeouts: Timeouts,
+    /// Each provider's rate-limit lane, shared by every clone of this client.
+    limits: Arc<ratelimit::RateLimits>,
 }
 
 /// Whether a failed attempt may be retried, and after how long at the least.
@@ -244,6 +275,7 @@ impl LlmClient {
             http,
             retry,
             timeouts,
+            limits: Arc::default(),
         })
     }
 
@@ -309,7 +341,8 @@ impl LlmClient {
         what: &'static str,
     ) -> Result<serde_json::Value, LlmError> {
         let never = CancellationToken::new();
-        let response = match http::send(req, self.timeouts, &provider.name, "", &never).await {
+        let response = match http::send(req, self.timeouts, &provider.name, "", &never, None).await
+        {
             Ok(http::Sent::Response(r)) => r,
             Ok(http::Sent::Cancelled) => return Ok(serde_json::Value::Null),
             Err(Attempt::Retry { error, .. }) | Err(Attempt::Fail(error)) => return Err(error),
@@ -459,17 +492,40 @@ impl LlmClient {
         let mut delays = self.retry.delays();
         let mut waited = Duration::ZERO;
         let launched = provider;
+        let lane = self.limits.lane(&provider.name, &provider.base_url);
+        let mut ticket = lane.ticket(request.priority);
+        let tokens = request.estimated_tokens();
+        let stopped = || Completion {
+            stopped: true,
+            ..Completion::default()
+        };
         loop {
+            // In the provider's queue: waits while its limits (as it last said them) are used
+            // up, behind calls that came first (the user's turn before background work).
+            let permit = match ticket.admit(tokens, cancel).await {
+                ratelimit::Admission::Go(permit) => permit,
+                ratelimit::Admission::Cancelled => return Ok(stopped()),
+                ratelimit::Admission::TooLong(wait) => {
+                    return Err(LlmError::RateLimited {
+                        provider: provider.name.clone(),
+                        retry_after: Some(wait),
+                        asked: None,
+                    });
+                }
+            };
             // A launched server is looked up again on each try: one that crashed starts anew.
             let live = live(launched).await?;
             let provider = live.as_ref();
-            let (http, t) = (&self.http, self.timeouts);
+            let wire = decode::Wire {
+                http: &self.http,
+                timeouts: self.timeouts,
+                lane: &lane,
+            };
             let attempt = match provider.protocol {
                 Protocol::OpenAiCompatible => {
                     decode::attempt(
                         openai::OpenAi,
-                        http,
-                        t,
+                        wire,
                         provider,
                         request,
                         cancel,
@@ -478,36 +534,28 @@ impl LlmClient {
                     .await
                 }
                 Protocol::Anthropic => {
-                    decode::attempt(
-                        anthropic::Anthropic,
-                        http,
-                        t,
-                        provider,
-                        request,
-                        cancel,
-                        &mut on_event,
-                    )
-                    .await
+                    let decoder = anthropic::Anthropic;
+                    decode::attempt(decoder, wire, provider, request, cancel, &mut on_event).await
                 }
             };
+            drop(permit);
             match attempt {
                 Ok(done) => return Ok(done),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, after }) => {
-                    let again = http::pause(
-                        &mut delays,
-                        &mut waited,
-                        &provider.name,
-                        error,
-                        after,
-                        cancel,
-                    )
-                    .await?;
-                    if !again {
-                        return Ok(Completion {
-                            stopped: true,
-                            ..Completion::default()
-                        });
+                    let limited = matches!(error, LlmError::RateLimited { .. });
+                    let wait =
+                        http::retry_wait(&mut delays, &mut waited, &provider.name, error, after)?;
+                    if limited {
+                        // The whole lane waits (the calls behind this one would get 429s
+                        // too); this call keeps its place at the head.
+                        lane.block_for(wait);
+                        continue;
+                    }
+                    ticket.hold();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Ok(stopped()),
+                        _ = tokio::time::sleep(wait) => {}
                     }
                 }
             }
@@ -573,7 +621,7 @@ impl LlmClient {
             .map_err(Attempt::Fail)?
             .json(&serde_json::json!({ "model": model, "input": texts }));
         let never = CancellationToken::new();
-        let response = match http::send(req, self.timeouts, name, model, &never).await? {
+        let response = match http::send(req, self.timeouts, name, model, &never, None).await? {
             http::Sent::Response(r) => r,
             http::Sent::Cancelled => return Err(protocol("cancelled".into())),
         };

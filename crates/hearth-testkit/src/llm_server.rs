@@ -50,6 +50,11 @@ pub enum Reply {
     /// server holds none of it), then the body ends. [`LlmServer::huge_bytes_sent`] counts
     /// what went out.
     Huge { before: Vec<String>, bytes: usize },
+    /// `reply` with these extra response headers (rate-limit headers on a success, …).
+    WithHeaders {
+        headers: Vec<(String, String)>,
+        reply: Box<Reply>,
+    },
 }
 
 /// A request as the server saw it.
@@ -60,6 +65,8 @@ pub struct Seen {
     pub authorization: Option<String>,
     pub api_key: Option<String>,
     pub anthropic_version: Option<String>,
+    /// When it arrived (to order it against what a client saw, never to time it).
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -292,6 +299,7 @@ async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
         authorization: header("authorization"),
         api_key: header("x-api-key"),
         anthropic_version: header("anthropic-version"),
+        at: std::time::Instant::now(),
     });
     axum::Json(json!({"object": "list", "data": [{"id": "gpt-4o-mini"}, {"id": "llama3.2"}]}))
         .into_response()
@@ -391,12 +399,21 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
         authorization: header("authorization"),
         api_key: header("x-api-key"),
         anthropic_version: header("anthropic-version"),
+        at: std::time::Instant::now(),
     });
     let mut reply = shared.replies.lock().expect("lock").pop_front();
-    while let Some(Reply::Dynamic(f)) = &reply {
-        reply = Some(f(&body));
+    let mut extra = Vec::new();
+    loop {
+        match reply {
+            Some(Reply::Dynamic(f)) => reply = Some(f(&body)),
+            Some(Reply::WithHeaders { headers, reply: r }) => {
+                extra.extend(headers);
+                reply = Some(*r);
+            }
+            _ => break,
+        }
     }
-    match reply {
+    let mut response = match reply {
         None => (StatusCode::INTERNAL_SERVER_ERROR, "no scripted reply left").into_response(),
         Some(Reply::Status {
             code,
@@ -491,7 +508,27 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes)
                 .body(Body::from_stream(stream))
                 .expect("response")
         }
-        Some(Reply::Dynamic(_)) => unreachable!("resolved above"),
+        Some(Reply::Dynamic(_) | Reply::WithHeaders { .. }) => unreachable!("resolved above"),
+    };
+    for (k, v) in extra {
+        if let (Ok(k), Ok(v)) = (
+            axum::http::HeaderName::from_bytes(k.as_bytes()),
+            axum::http::HeaderValue::from_str(&v),
+        ) {
+            response.headers_mut().insert(k, v);
+        }
+    }
+    response
+}
+
+/// `reply` sent with `headers` as well.
+pub fn with_headers(headers: &[(&str, &str)], reply: Reply) -> Reply {
+    Reply::WithHeaders {
+        headers: headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        reply: Box::new(reply),
     }
 }
 

@@ -25,7 +25,7 @@ use prompts::{Extraction, Reconciliation};
 
 use crate::embed::Embedder;
 use crate::llm::ChatModel;
-use crate::llm::{ChatRequest, LlmClient};
+use crate::llm::{ChatRequest, LlmClient, Priority};
 use crate::memory::block::Mode;
 use crate::memory::proposals::{ProposalAction, is_protected_tx, propose_tx};
 use crate::memory::{Actor, Change, Kind, Memories, NewMemory, Source, normalize};
@@ -133,6 +133,8 @@ impl Learner {
             json_schema: Some((schema.0.to_owned(), schema.1)),
             // A list of short memories: a model that runs on past it is looping.
             max_output_tokens: Some(LEARN_MAX_OUTPUT),
+            // No one waits for it: in the provider's rate-limit queue it yields to turns.
+            priority: Priority::Background,
             ..ChatRequest::default()
         };
         // Learning counts against the spending caps and is the first to pause (at 80 %):
