@@ -27,16 +27,23 @@ fn state_name(s: MessageState) -> String {
 pub fn chat_status(state: State<'_, AppState>) -> Result<ChatStatusDto, ErrorDto> {
     let hearth = state.hearth()?;
     Ok(match hearth.providers().for_chat(None, None) {
-        Ok(slots) => ChatStatusDto {
-            ready: true,
-            provider: Some(slots.main.provider.name),
-            model: Some(slots.main.model),
-            hint: None,
-        },
+        Ok(slots) => {
+            let fast = &slots.fast;
+            let same =
+                fast.provider.name == slots.main.provider.name && fast.model == slots.main.model;
+            ChatStatusDto {
+                ready: true,
+                fast_model: (!same).then(|| fast.model.clone()),
+                provider: Some(slots.main.provider.name),
+                model: Some(slots.main.model),
+                hint: None,
+            }
+        }
         Err(e) => ChatStatusDto {
             ready: false,
             provider: None,
             model: None,
+            fast_model: None,
             hint: Some(e.to_string()),
         },
     })
@@ -112,6 +119,7 @@ pub fn send_message<R: Runtime>(
         text,
         temporary,
         over_budget,
+        tier,
     } = args.0;
     start_turn(
         app,
@@ -123,6 +131,7 @@ pub fn send_message<R: Runtime>(
             temporary,
             redo: Redo::No,
             over_budget: over_budget.unwrap_or(false),
+            tier: tier.map(Into::into).unwrap_or_default(),
             ..Default::default()
         },
     )

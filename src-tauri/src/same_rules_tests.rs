@@ -133,6 +133,7 @@ fn the_app_and_the_cli_refuse_the_same_mistakes_with_the_same_error() {
             text: "  \n ".into(),
             temporary: false,
             over_budget: None,
+            tier: None,
         }),
     ));
     assert_eq!(shell, "invalid_input");

@@ -106,3 +106,46 @@ describe('Chat over a spending cap', () => {
     assertNoProblems(problems);
   });
 });
+
+describe('Chat: the model for one message', () => {
+  for (const colorScheme of ['light', 'dark']) {
+    test(`the composer's Model menu sends the chosen model once, the answer says so, then it is Auto again (${colorScheme})`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await page.goto(url('chat', 'cascade'));
+      await composer(page).waitFor();
+      const menu = page.getByRole('combobox', { name: 'Model' });
+      assert.equal(await menu.inputValue(), 'auto');
+      assert.deepEqual(
+        (await menu.locator('option').allTextContents()).map(flat),
+        ['Auto', 'Fast · llama3.2:1b', 'Main · llama3.2'],
+      );
+      await menu.selectOption('fast');
+      await composer(page).fill('How many km is 5 miles?');
+      await composer(page).press('Enter');
+      const last = page.locator('[role="log"] article.assistant').last();
+      await last.locator('.usage').waitFor();
+      assert.equal((await ipcCalls(page, 'send_message')).at(-1).tier, 'fast');
+      assert.match(await last.locator('.usage').innerText(), /^llama3\.2:1b \(fast — you chose it for this message\) · /);
+      // No cascade for a model the user chose (no "Improved by"), and no fallback notice.
+      assert.equal(await last.locator('[data-testid="improved"]').count(), 0);
+      assert.ok(!flat(await last.innerText()).includes('fallback'));
+      assert.equal(await menu.inputValue(), 'auto', 'the choice was for that message only');
+      await assertAxeClean(page, 'the composer with its Model menu');
+      await screenshot(page, `chat-composer-model-${colorScheme}`, { fullPage: false });
+      // The next message goes to the router (no tier sent).
+      await composer(page).fill('Thanks');
+      await composer(page).press('Enter');
+      await until(page, () => window.__ipcCalls.filter((c) => c.cmd === 'send_message').length === 2);
+      assert.equal((await ipcCalls(page, 'send_message')).at(-1).tier, undefined);
+      assertNoProblems(problems);
+    });
+  }
+
+  test('with one model there is no choice to make', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('chat'));
+    await composer(page).waitFor();
+    assert.equal(await page.getByRole('combobox', { name: 'Model' }).count(), 0);
+    assertNoProblems(problems);
+  });
+});

@@ -60,6 +60,33 @@ pub struct SendMessageArgs {
     #[serde(default)]
     #[ts(optional)]
     pub over_budget: Option<bool>,
+    /// The model the user chose for this message in the composer (default: the router's).
+    #[serde(default)]
+    #[ts(optional)]
+    pub tier: Option<TierDto>,
+}
+
+/// The composer's choice of model for one message.
+#[derive(Debug, Clone, Copy, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum TierDto {
+    /// The router decides.
+    Auto,
+    /// The fast model.
+    Fast,
+    /// The main (strong) model.
+    Strong,
+}
+
+impl From<TierDto> for hearth_core::TierChoice {
+    fn from(t: TierDto) -> Self {
+        match t {
+            TierDto::Auto => Self::Auto,
+            TierDto::Fast => Self::Fast,
+            TierDto::Strong => Self::Strong,
+        }
+    }
 }
 
 /// The arguments of `stop_turn`.

@@ -10,6 +10,9 @@ pub struct ChatStatusDto {
     pub ready: bool,
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// The fast model, when it is another model than the main one (the composer then
+    /// offers a choice of model per message).
+    pub fast_model: Option<String>,
     /// What to do when not ready.
     pub hint: Option<String>,
 }

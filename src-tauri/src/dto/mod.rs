@@ -192,6 +192,7 @@ const IMPORTS: &[&str] = &[
     "SlotsDto",
     "SpendingDto",
     "StatusDto",
+    "TierDto",
     "ToolDto",
     "UpdateOfferDto",
     "UsageDto",

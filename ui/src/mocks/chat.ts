@@ -332,6 +332,8 @@ export function createChatMock(options: {
   const heldBack = new Set<number>();
   /** Turns sent over the cap ("Send this message anyway"). */
   const sentAnyway = new Set<number>();
+  /** Turns the user sent with a model chosen in the composer. */
+  const chosenTier = new Map<number, 'fast' | 'strong'>();
 
   const estimate = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
 
@@ -445,7 +447,9 @@ export function createChatMock(options: {
     if (script.length > 0) nextStopReason = null;
     // Cascade: the fast model's answer streams, is cut off, and the main model answers again.
     let firstAnswer: string | null = null;
-    if (scenario === 'cascade') {
+    const chosen = chosenTier.get(turnId) ?? null;
+    chosenTier.delete(turnId);
+    if (scenario === 'cascade' && chosen === null) {
       firstAnswer = '';
       for (const piece of CUT_OFF_PIECES) {
         firstAnswer += piece;
@@ -475,9 +479,17 @@ export function createChatMock(options: {
     const main = slots.from_env
       ? { provider: 'env', model: 'llama3.2' }
       : (slots.main ?? { provider: ready.provider ?? 'local', model: ready.model ?? 'llama3.2' });
-    const answeredBy = scenario === 'fallback' && slots.fallback_enabled && slots.fallback ? slots.fallback : main;
+    const answeredBy =
+      chosen === 'fast' && slots.fast
+        ? slots.fast
+        : scenario === 'fallback' && slots.fallback_enabled && slots.fallback
+          ? slots.fallback
+          : main;
     const turn = turnInfo(answeredBy, history, question, answer);
-    if (answeredBy !== main) turn.fallback_from = main.model;
+    if (chosen !== null) {
+      turn.route = { tier: chosen, text: `${chosen} — you chose it for this message`, escalated_from: null };
+    }
+    if (answeredBy === slots.fallback) turn.fallback_from = main.model;
     turn.stop_reason = stopped ? 'cancelled' : stopReason;
     const overCap = sentAnyway.delete(turnId);
     if (overCap) turn.over_budget = true;
@@ -557,7 +569,7 @@ export function createChatMock(options: {
     chat_status: () => providers.chatStatus(),
     list_conversations: () => listing(),
     get_messages: ({ conversationId }) => structuredClone(find(conversationId).log),
-    send_message: ({ conversationId, text, temporary, overBudget }) => {
+    send_message: ({ conversationId, text, temporary, overBudget, tier }) => {
       requireReady();
       if (scenario === 'over-budget' && overBudget !== true) {
         // Held back before anything is stored.
@@ -582,6 +594,7 @@ export function createChatMock(options: {
       }
       const started = startTurn(conversation, text, answerFor(text));
       if (overBudget === true) sentAnyway.add(started.turn_id);
+      if (tier === 'fast' || tier === 'strong') chosenTier.set(started.turn_id, tier);
       return started;
     },
     regenerate: ({ conversationId }) => {

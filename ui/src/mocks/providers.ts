@@ -27,6 +27,7 @@ export const READY_CHAT: ChatStatusDto = {
   ready: true,
   provider: 'local',
   model: 'llama3.2',
+  fast_model: null,
   hint: null,
 };
 
@@ -34,6 +35,7 @@ export const NO_PROVIDER_CHAT: ChatStatusDto = {
   ready: false,
   provider: null,
   model: null,
+  fast_model: null,
   hint: 'No model provider is set up yet. Add one from a terminal, then come back here.',
 };
 
@@ -181,7 +183,8 @@ export function createProvidersMock(options: {
           }
         : {
             main: { provider: 'local', model: 'llama3.2' },
-            fast: null,
+            // The cascade's fast model (the composer then offers a choice of model).
+            fast: scenario === 'cascade' ? { provider: 'local', model: 'llama3.2:1b' } : null,
             fallback: null,
             fallback_enabled: false,
             from_env: scenario === 'env-provider',
@@ -193,13 +196,21 @@ export function createProvidersMock(options: {
   const providerNamed = (name: string): StoredProvider | undefined => providers.find((p) => p.name === name);
 
   function chatStatus(): ChatStatusDto {
-    if (slots.from_env) return { ready: true, provider: 'env', model: 'llama3.2', hint: null };
+    if (slots.from_env) return { ready: true, provider: 'env', model: 'llama3.2', fast_model: null, hint: null };
     if (slots.main === null) {
       const builtin = options.builtin();
-      if (builtin !== null) return { ready: true, provider: 'builtin', model: builtin, hint: null };
+      if (builtin !== null) return { ready: true, provider: 'builtin', model: builtin, fast_model: null, hint: null };
       return { ...NO_PROVIDER_CHAT };
     }
-    return { ready: true, provider: slots.main.provider, model: slots.main.model, hint: null };
+    const fast = slots.fast;
+    const other = fast !== null && (fast.provider !== slots.main.provider || fast.model !== slots.main.model);
+    return {
+      ready: true,
+      provider: slots.main.provider,
+      model: slots.main.model,
+      fast_model: other ? fast.model : null,
+      hint: null,
+    };
   }
 
   function testProvider(provider: StoredProvider): ProviderTestDto {

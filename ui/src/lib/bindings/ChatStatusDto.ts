@@ -5,6 +5,11 @@
  */
 export type ChatStatusDto = { ready: boolean, provider: string | null, model: string | null, 
 /**
+ * The fast model, when it is another model than the main one (the composer then
+ * offers a choice of model per message).
+ */
+fast_model: string | null, 
+/**
  * What to do when not ready.
  */
 hint: string | null, };

@@ -52,6 +52,7 @@ import type { SlotDto } from "./SlotDto";
 import type { SlotsDto } from "./SlotsDto";
 import type { SpendingDto } from "./SpendingDto";
 import type { StatusDto } from "./StatusDto";
+import type { TierDto } from "./TierDto";
 import type { ToolDto } from "./ToolDto";
 import type { UpdateOfferDto } from "./UpdateOfferDto";
 import type { UsageDto } from "./UsageDto";
@@ -73,7 +74,11 @@ export type Commands = {
 /**
  * Send it even over a spending cap (the user chose "Send this message anyway").
  */
-overBudget?: boolean, }; result: SendResultDto };
+overBudget?: boolean, 
+/**
+ * The model the user chose for this message in the composer (default: the router's).
+ */
+tier?: TierDto, }; result: SendResultDto };
   stop_turn: { args: { turnId: number, }; result: null };
   delete_conversation: { args: { conversationId: string, deleteMemories: boolean, }; result: null };
   count_conversation_memories: { args: { conversationId: string, }; result: number };

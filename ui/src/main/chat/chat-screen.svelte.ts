@@ -15,6 +15,7 @@ import type { ConversationDto } from '../../lib/bindings/ConversationDto';
 import type { MemoryUpdatedEvent } from '../../lib/bindings/MemoryUpdatedEvent';
 import type { MessageDto } from '../../lib/bindings/MessageDto';
 import type { SendResultDto } from '../../lib/bindings/SendResultDto';
+import type { TierDto } from '../../lib/bindings/TierDto';
 import { call, subscribe, toErrorDto, type ErrorDto } from '../../lib/ipc';
 import { isMac } from '../../lib/platform';
 import { notify } from '../../lib/toast.svelte';
@@ -31,7 +32,7 @@ type Turn = {
   /** What started it: a new message, Regenerate, or Edit & resend. */
   kind: 'send' | 'regenerate' | 'edit';
   /** For a new message: its text, where it went, and whether it was a temporary chat. */
-  sent?: { text: string; temporary: boolean };
+  sent?: { text: string; temporary: boolean; tier: TierDto };
   /** For a new message: the key of the question it added to the log. */
   questionKey?: string;
   /** The conversation it runs in (null: a new or temporary chat). */
@@ -72,6 +73,8 @@ export class ChatScreen {
   error = $state<ErrorDto | null>(null);
   draft = $state('');
   temporary = $state(false);
+  /** The model chosen in the composer for the next message (back to `auto` once sent). */
+  tier = $state<TierDto>('auto');
   turn = $state<Turn | null>(null);
   contextOpen = $state(false);
   /** The answer the context panel shows; null = the latest one. */
@@ -82,7 +85,12 @@ export class ChatScreen {
    * A message a spending cap held back (nothing was stored): its text, for "Send this message
    * anyway". Shown with the error until the next message.
    */
-  overBudget = $state<{ text: string; temporary: boolean; conversationId: string | null } | null>(null);
+  overBudget = $state<{
+    text: string;
+    temporary: boolean;
+    conversationId: string | null;
+    tier: TierDto;
+  } | null>(null);
   /** The stored message a memory's "Open" asked to show. */
   highlightId = $state<number | null>(null);
 
@@ -414,14 +422,16 @@ export class ChatScreen {
   readonly send = async (): Promise<void> => {
     const text = this.draft.trim();
     if (!this.ready || this.streaming || text === '') return;
-    await this.sendText(text, this.temporary ? null : this.activeId, this.temporary, false);
+    const tier = this.tier;
+    this.tier = 'auto';
+    await this.sendText(text, this.temporary ? null : this.activeId, this.temporary, false, tier);
   };
 
   /** "Send this message anyway": the message a spending cap held back, sent over the cap. */
   readonly sendAnyway = async (): Promise<void> => {
     const held = this.overBudget;
     if (!held || !this.ready || this.streaming) return;
-    await this.sendText(held.text, held.conversationId, held.temporary, true);
+    await this.sendText(held.text, held.conversationId, held.temporary, true, held.tier);
   };
 
   private async sendText(
@@ -429,6 +439,7 @@ export class ChatScreen {
     conversationId: string | null,
     isTemporary: boolean,
     overBudget: boolean,
+    tier: TierDto,
   ): Promise<void> {
     const assistantKey = this.key();
     this.overBudget = null;
@@ -454,11 +465,15 @@ export class ChatScreen {
     );
     if (!overBudget || this.draft.trim() === text) this.draft = '';
     const current = this.newTurn('send', conversationId, assistantKey);
-    current.sent = { text, temporary: isTemporary };
+    current.sent = { text, temporary: isTemporary, tier };
     current.questionKey = questionKey;
-    const args = overBudget
-      ? { conversationId, text, temporary: isTemporary, overBudget: true }
-      : { conversationId, text, temporary: isTemporary };
+    const args = {
+      conversationId,
+      text,
+      temporary: isTemporary,
+      ...(overBudget ? { overBudget: true } : {}),
+      ...(tier === 'auto' ? {} : { tier }),
+    };
     await this.runTurn(current, () => call('send_message', args), null);
   }
 
