@@ -299,6 +299,7 @@ fn start_turn<R: Runtime>(
                             first_answer: done.first_answer,
                             over_budget: done.over_budget,
                             cached: done.cached,
+                            cached_from: done.cached_from,
                         },
                         sources: done.sources.into_iter().map(Into::into).collect(),
                         tool_calls: done.tool_calls.iter().map(ToolCallDto::from).collect(),

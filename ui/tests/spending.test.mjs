@@ -149,3 +149,31 @@ describe('Chat: the model for one message', () => {
     assertNoProblems(problems);
   });
 });
+
+describe('Chat: an answer from the semantic cache', () => {
+  for (const colorScheme of ['light', 'dark']) {
+    test(`says which saved question it answered, and "Ask the model instead" asks the model (${colorScheme})`, async (t) => {
+      const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
+      await page.goto(url('chat', 'saved-reply'));
+      await composer(page).waitFor();
+      await composer(page).fill('how many kilometres is 5 miles');
+      await composer(page).press('Enter');
+      const last = page.locator('[role="log"] article.assistant').last();
+      const saved = last.locator('[data-testid="saved-reply"]');
+      await saved.waitFor();
+      assert.equal(flat(await saved.locator('p').textContent()), 'Answered from a saved reply to: “How many kilometres is 5 miles?”');
+      assert.match(await last.locator('.usage').innerText(), /^saved reply from llama3\.2 \(no model was called\)$/);
+      await assertAxeClean(page, 'an answer from a saved reply');
+      await screenshot(page, `chat-saved-reply-${colorScheme}`, { fullPage: false });
+      await saved.getByRole('button', { name: 'Ask the model instead' }).click();
+      await until(page, () => window.__ipcCalls.some((c) => c.cmd === 'regenerate'));
+      await until(page, () => {
+        const answers = document.querySelectorAll('[role="log"] article.assistant');
+        const answer = answers[answers.length - 1];
+        return answer?.querySelector('.usage') !== null && answer?.querySelector('[data-testid="saved-reply"]') === null;
+      });
+      assert.match(await last.locator('.usage').innerText(), /tokens in/);
+      assertNoProblems(problems);
+    });
+  }
+});

@@ -334,9 +334,10 @@ pub enum ProvidersCommand {
         #[arg(long)]
         no_cascade: bool,
     },
-    /// Show or set the exact response cache (off by default): an answer is reused only for
-    /// a request identical in every byte — model, tools, memory, passages, history and
-    /// message — never for Regenerate, a temporary chat, or a call that carries tool results.
+    /// Show or set the response caches (off by default). The exact cache reuses an answer
+    /// only for a request identical in every byte — model, tools, memory, passages, history
+    /// and message; the semantic cache (`--semantic`) for a stateless question that means
+    /// the same. Never for Regenerate, a temporary chat, or a call that carries tool results.
     Cache {
         /// Save answers and reuse them.
         #[arg(long, conflicts_with = "off")]
@@ -350,6 +351,16 @@ pub enum ProvidersCommand {
         /// Remove every saved answer.
         #[arg(long)]
         clear: bool,
+        /// Also reuse an answer for a question that means the same (stateless questions
+        /// only: no memory, passages or history; the numbers, dates and names must match).
+        #[arg(long, conflicts_with = "no_semantic")]
+        semantic: bool,
+        /// Turn the semantic cache off (and remove what it saved).
+        #[arg(long)]
+        no_semantic: bool,
+        /// The least similarity (cosine, 0.80–1) of a semantic match (default 0.95).
+        #[arg(long, value_name = "SIMILARITY")]
+        similarity: Option<f32>,
     },
     /// Remove a provider and its stored key.
     Remove {

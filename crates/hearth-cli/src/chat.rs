@@ -142,7 +142,13 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 route.describe()
             );
         }
-        if outcome.cached && !json {
+        if let (Some(asked), false) = (&outcome.cached_from, json) {
+            eprintln!(
+                "note: answered from a saved reply to: “{}” (`hearth chat --conversation {} --regenerate` asks the model instead)",
+                hearth_core::display::prose(asked),
+                outcome.conversation.as_deref().unwrap_or("ID")
+            );
+        } else if outcome.cached && !json {
             eprintln!(
                 "note: answered from the response cache (the same request was answered before; `hearth providers cache --clear` empties it)"
             );
@@ -185,6 +191,7 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                 "first_answer": outcome.first_answer,
                 "budget": outcome.budget,
                 "cached": outcome.cached,
+                "cached_from": outcome.cached_from,
                 "context": outcome.zones,
                 "memory_changes": learned,
                 "sources": outcome.sources,

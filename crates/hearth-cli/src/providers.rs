@@ -216,15 +216,24 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
             off,
             ttl_hours,
             clear,
+            semantic,
+            no_semantic,
+            similarity,
         } => {
             let hearth = Hearth::open_oneshot(&open_options()?)?;
             let mut settings = hearth.response_cache()?;
-            if on || off || ttl_hours.is_some() {
+            if on || off || ttl_hours.is_some() || semantic || no_semantic || similarity.is_some() {
                 if on || off {
                     settings.enabled = on;
                 }
+                if semantic || no_semantic {
+                    settings.semantic = semantic;
+                }
                 if let Some(h) = ttl_hours {
                     settings.ttl_hours = h;
+                }
+                if let Some(s) = similarity {
+                    settings.similarity = s;
                 }
                 hearth.set_response_cache(settings)?;
             }
@@ -235,11 +244,15 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
             };
             let settings = hearth.response_cache()?;
             let entries = hearth.response_cache_entries()?;
+            let semantic_entries = hearth.semantic_cache_entries()?;
             if out.json {
                 out.print_json(&serde_json::json!({
                     "enabled": settings.enabled,
                     "ttl_hours": settings.ttl_hours,
                     "entries": entries,
+                    "semantic": settings.semantic,
+                    "similarity": (f64::from(settings.similarity) * 1000.0).round() / 1000.0,
+                    "semantic_entries": semantic_entries,
                     "cleared": cleared,
                 }));
             } else {
@@ -247,6 +260,15 @@ pub fn run(out: &Out, command: ProvidersCommand) -> Result<(), Failure> {
                     "response cache   {} (answers kept {} h; {entries} saved)",
                     if settings.enabled { "on" } else { "off" },
                     settings.ttl_hours
+                );
+                println!(
+                    "semantic cache   {} (similarity ≥ {:.2}; {semantic_entries} saved)",
+                    if settings.semantic {
+                        "on: stateless questions only"
+                    } else {
+                        "off"
+                    },
+                    settings.similarity
                 );
                 if clear {
                     println!("removed {cleared} saved answer(s)");

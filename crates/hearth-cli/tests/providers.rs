@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hearth_testkit::llm_server::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 mod common;
 use common::*;
@@ -967,7 +967,8 @@ async fn the_response_cache_answers_only_a_request_identical_in_every_byte() {
     assert!(out.status.success(), "{on}");
     assert_eq!(
         on,
-        serde_json::json!({"enabled": true, "ttl_hours": 24, "entries": 0, "cleared": 0})
+        serde_json::json!({"enabled": true, "ttl_hours": 24, "entries": 0, "semantic": false,
+                           "similarity": 0.95, "semantic_entries": 0, "cleared": 0})
     );
     let question = "What's the capital of Peru?";
 
@@ -1073,6 +1074,147 @@ async fn the_response_cache_answers_only_a_request_identical_in_every_byte() {
     let (out, bad) = run(&home, &server, &["providers", "cache", "--ttl-hours", "0"]).await;
     assert!(!out.status.success());
     assert_eq!(bad["error"]["code"], "invalid_input", "{bad}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_semantic_cache_answers_a_stateless_paraphrase_and_never_with_memory_history_or_other_numbers()
+ {
+    let text = |t: &str| stream(text_stream(&[t], Some((50, 5, 0))));
+    let server = LlmServer::start(vec![
+        text("About 8.05 km."),
+        text("About 80.5 km."),
+        text("Still about 8.05 km."),
+        text("About 8 km: your usual morning run."),
+        text("8.05 km, freshly worked out."),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let (out, on) = run(&home, &server, &["providers", "cache", "--semantic"]).await;
+    assert!(out.status.success(), "{on}");
+    assert_eq!(
+        (&on["semantic"], &on["enabled"]),
+        (&json!(true), &json!(false)),
+        "{on}"
+    );
+    let question = "How many kilometres is 5 miles?";
+    let marker = "About 8.05 km.";
+
+    // A new chat, nothing about the user in it: saved; a paraphrase in another new chat is
+    // answered from it without a request, and says which question it answered.
+    let (_, first) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(first["answer"], marker, "{first}");
+    assert_eq!(first["cached_from"], Value::Null);
+    // Typed again another way (case, punctuation): the exact cache misses, this does not.
+    let paraphrase = "how many kilometres is 5 miles";
+    let (_, hit) = run(&home, &server, &["chat", paraphrase]).await;
+    assert_eq!(hit["answer"], marker, "{hit}");
+    assert_eq!(
+        (&hit["cached"], &hit["cached_from"]),
+        (&json!(true), &json!(question))
+    );
+    assert_eq!(server.seen().len(), 1, "no request for the paraphrase");
+    let b = hit["conversation"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
+    let (_, shown) = run(&home, &server, &["conversations", "show", &b]).await;
+    assert_eq!(shown[1]["turn"]["cached_from"], question, "{shown}");
+    // In text mode the answer says so, with the way to ask the model instead.
+    let out = with_stdin(&home, &server, &["chat", paraphrase], "file", "").await;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("answered from a saved reply to: “{question}”")),
+        "{said}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), marker);
+
+    // Other numbers are another question, however close the words.
+    let (_, fifty) = run(
+        &home,
+        &server,
+        &["chat", "How many kilometres is 50 miles?"],
+    )
+    .await;
+    assert_eq!(fifty["answer"], "About 80.5 km.", "{fifty}");
+    assert_eq!(fifty["cached"], false);
+    // With history, never: the same words later in a conversation go to the model.
+    let (_, later) = run(&home, &server, &["chat", "--conversation", &b, question]).await;
+    assert_eq!(later["answer"], "Still about 8.05 km.", "{later}");
+    // With a memory in the prompt, never.
+    let (out, memory) = run(
+        &home,
+        &server,
+        &["memory", "add", "--pin", "User runs 5 miles every morning."],
+    )
+    .await;
+    assert!(out.status.success(), "{memory}");
+    let (_, with_memory) = run(&home, &server, &["chat", question]).await;
+    assert_eq!(
+        with_memory["answer"], "About 8 km: your usual morning run.",
+        "{with_memory}"
+    );
+    assert!(with_memory["context"]["memory"].as_u64().unwrap_or(0) > 0);
+    let id = memory["id"].as_str().expect("memory id");
+    let (out, _) = run(&home, &server, &["memory", "delete", id]).await;
+    assert!(out.status.success());
+
+    // "Ask the model instead": Regenerate never reads a cache.
+    let (_, again) = run(
+        &home,
+        &server,
+        &["chat", "--conversation", &b, "--regenerate"],
+    )
+    .await;
+    assert_eq!(again["answer"], "8.05 km, freshly worked out.", "{again}");
+    assert_eq!(server.seen().len(), 5);
+
+    // Encrypted at rest like everything else: the saved answer is nowhere in plaintext.
+    let mut files = vec![home.root.clone()];
+    while let Some(dir) = files.pop() {
+        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                assert!(
+                    !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()),
+                    "plaintext in {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    // Deleting the conversation it came from removes the entry.
+    let (_, cache) = run(&home, &server, &["providers", "cache"]).await;
+    let before = cache["semantic_entries"].as_u64().expect("entries");
+    let a = first["conversation"].as_str().expect("conversation");
+    let (out, _) = run(&home, &server, &["conversations", "delete", a, "--yes"]).await;
+    assert!(out.status.success());
+    let (_, cache) = run(&home, &server, &["providers", "cache"]).await;
+    assert_eq!(
+        cache["semantic_entries"].as_u64(),
+        Some(before - 1),
+        "{cache}"
+    );
+    // A threshold that would match different questions is refused; off keeps nothing.
+    let (out, bad) = run(
+        &home,
+        &server,
+        &["providers", "cache", "--similarity", "0.5"],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert_eq!(bad["error"]["code"], "invalid_input", "{bad}");
+    let (_, off) = run(&home, &server, &["providers", "cache", "--no-semantic"]).await;
+    assert_eq!(
+        (&off["semantic"], &off["semantic_entries"]),
+        (&json!(false), &json!(0))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -310,6 +310,7 @@ fn overhead(c: &mut Criterion) {
             hearth_core::CacheSettings {
                 enabled: true,
                 ttl_hours: 24,
+                ..Default::default()
             },
         )
         .expect("save");

@@ -516,4 +516,7 @@ pub struct TurnInfo {
     /// The answer came from the response cache: no model was called.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The semantic cache answered: the question its saved reply was given to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<String>,
 }

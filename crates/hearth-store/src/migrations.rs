@@ -164,6 +164,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "response cache",
         sql: include_str!("migrations/0029_response_cache.sql"),
     },
+    Migration {
+        version: 30,
+        name: "semantic cache",
+        sql: include_str!("migrations/0030_semantic_cache.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -195,6 +195,7 @@ impl From<hearth_core::TurnInfo> for TurnInfoDto {
             first_answer: t.first_answer,
             over_budget: t.over_budget,
             cached: t.cached,
+            cached_from: t.cached_from,
         }
     }
 }
@@ -252,6 +253,8 @@ pub struct TurnInfoDto {
     pub over_budget: bool,
     /// The answer came from the response cache: no model was called.
     pub cached: bool,
+    /// The semantic cache answered: the question its saved reply was given to.
+    pub cached_from: Option<String>,
 }
 
 /// A turn that started; its answer arrives as `chat_token` events.

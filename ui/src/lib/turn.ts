@@ -31,7 +31,11 @@ export function compactTokens(n: number): string {
 export function usageParts(turn: TurnInfoDto): string[] {
   const parts: string[] = [];
   if (turn.cached) {
-    parts.push(`saved answer from ${turn.model} (no model was called)`);
+    parts.push(
+      turn.cached_from === null
+        ? `saved answer from ${turn.model} (no model was called)`
+        : `saved reply from ${turn.model} (no model was called)`,
+    );
     return parts;
   }
   if (turn.model) parts.push(turn.route ? `${turn.model} (${turn.route.text})` : turn.model);

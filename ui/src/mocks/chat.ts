@@ -87,6 +87,8 @@ export const REGENERATED_ANSWER_PIECES = [
 /** Scenario `cascade`: the fast model's answer, cut off at its length limit. */
 const CUT_OFF_PIECES = ['Five miles ', 'is about'];
 const CASCADE_FAST_MODEL = 'llama3.2:1b';
+/** The question the semantic cache's saved reply was given to (scenario `saved-reply`). */
+const SAVED_QUESTION = 'How many kilometres is 5 miles?';
 
 /** A seeded answer with an XSS payload in its Markdown (scenario `markdown`): it must render inert. */
 export const XSS_ANSWER = [
@@ -174,6 +176,7 @@ function toolConversation(now: number): StoredConversation {
         first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
       },
       tool_calls: structuredClone(DRAFTS_CALLS),
     },
@@ -195,6 +198,7 @@ function toolConversation(now: number): StoredConversation {
         first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
       },
       tool_calls: structuredClone(TODO_CALLS),
     },
@@ -226,6 +230,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
         first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
       },
     },
   ];
@@ -257,6 +262,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
         },
       },
     ];
@@ -279,6 +285,7 @@ function seedConversations(now: number, withMarkdown: boolean): StoredConversati
           first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
         },
       },
     ];
@@ -332,6 +339,8 @@ export function createChatMock(options: {
   const heldBack = new Set<number>();
   /** Turns sent over the cap ("Send this message anyway"). */
   const sentAnyway = new Set<number>();
+  /** Turns the semantic cache answers (scenario `saved-reply`). */
+  const savedReply = new Set<number>();
   /** Turns the user sent with a model chosen in the composer. */
   const chosenTier = new Map<number, 'fast' | 'strong'>();
 
@@ -390,6 +399,7 @@ export function createChatMock(options: {
       first_answer: null,
         over_budget: false,
         cached: false,
+        cached_from: null,
     };
   }
 
@@ -488,6 +498,9 @@ export function createChatMock(options: {
     const turn = turnInfo(answeredBy, history, question, answer);
     if (chosen !== null) {
       turn.route = { tier: chosen, text: `${chosen} — you chose it for this message`, escalated_from: null };
+    }
+    if (savedReply.delete(turnId)) {
+      Object.assign(turn, { cached: true, cached_from: SAVED_QUESTION, input_tokens: 0, output_tokens: 0, cost_usd: 0 });
     }
     if (answeredBy === slots.fallback) turn.fallback_from = main.model;
     turn.stop_reason = stopped ? 'cancelled' : stopReason;
@@ -595,6 +608,10 @@ export function createChatMock(options: {
       const started = startTurn(conversation, text, answerFor(text));
       if (overBudget === true) sentAnyway.add(started.turn_id);
       if (tier === 'fast' || tier === 'strong') chosenTier.set(started.turn_id, tier);
+      // saved-reply: the first message of a new chat is answered by the semantic cache.
+      if (scenario === 'saved-reply' && conversation !== null && conversation.log.length === 1) {
+        savedReply.add(started.turn_id);
+      }
       return started;
     },
     regenerate: ({ conversationId }) => {

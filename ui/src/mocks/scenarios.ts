@@ -18,6 +18,7 @@ export const SCENARIOS = [
   'tool-calls',
   'cascade',
   'over-budget',
+  'saved-reply',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 

@@ -23,10 +23,21 @@ use crate::time::now_millis;
 pub const CACHE_SETTING: &str = "response_cache";
 
 /// Whether answers are cached, and for how long.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CacheSettings {
+    /// The exact response cache.
     pub enabled: bool,
     pub ttl_hours: u32,
+    /// The semantic cache (stateless questions only; see `semantic`).
+    #[serde(default)]
+    pub semantic: bool,
+    /// The least cosine similarity of a semantic hit.
+    #[serde(default = "default_similarity")]
+    pub similarity: f32,
+}
+
+fn default_similarity() -> f32 {
+    super::semantic::DEFAULT_SIMILARITY
 }
 
 impl Default for CacheSettings {
@@ -34,6 +45,8 @@ impl Default for CacheSettings {
         Self {
             enabled: false,
             ttl_hours: 24,
+            semantic: false,
+            similarity: default_similarity(),
         }
     }
 }
@@ -142,8 +155,13 @@ pub(crate) fn entries(store: &Store) -> Result<u64> {
     })
 }
 
-/// Removes every saved answer; returns how many there were.
+/// Removes every saved answer (of both caches); returns how many there were.
 pub(crate) fn clear(store: &Store) -> Result<u64> {
+    Ok(clear_exact(store)? + super::semantic::clear(store)?)
+}
+
+/// Removes every answer of the exact cache; returns how many there were.
+pub(crate) fn clear_exact(store: &Store) -> Result<u64> {
     store.write_blocking(|c| {
         c.execute("DELETE FROM response_cache", [])
             .map(|n| n as u64)

@@ -31,6 +31,7 @@ pub(super) fn finish(
         reservations,
         over_budget,
         cached,
+        cached_from,
     } = streamed;
     let convs = &turn.convs;
     let latency_ms = turn.started.elapsed().as_millis() as i64;
@@ -92,6 +93,7 @@ pub(super) fn finish(
         first_answer: ctx.first_answer.clone(),
         over_budget: opts.over_budget,
         cached,
+        cached_from: cached_from.clone(),
     };
     // The answer row stays unless a failed redo takes it away again.
     let mut kept = rows.answer_id;
@@ -188,5 +190,6 @@ pub(super) fn finish(
         budget,
         over_budget: info.over_budget,
         cached,
+        cached_from,
     })
 }

@@ -18,6 +18,7 @@ mod caller;
 mod compact;
 mod finish;
 mod prepare;
+pub mod semantic;
 mod step;
 mod stream;
 
@@ -119,6 +120,8 @@ pub struct Sources {
     pub retrieval: Option<Arc<dyn RetrievalSource>>,
     /// Ranks tools for a message when their schemas do not all fit (keywords by default).
     pub tools: Arc<crate::tools::select::ToolIndex>,
+    /// The embedding model of the semantic cache (`None`: it never hits).
+    pub embedder: Option<crate::embed::EmbedderSlot>,
 }
 
 /// What a turn produced.
@@ -151,6 +154,8 @@ pub struct TurnOutcome {
     pub over_budget: bool,
     /// The answer came from the response cache: no model was called.
     pub cached: bool,
+    /// The semantic cache's answer: the question it was saved for.
+    pub cached_from: Option<String>,
     /// The durable job that will learn memories from this exchange, if any.
     pub learn_job: Option<crate::store::jobs::JobId>,
     /// The passages of watched folders the answer was given, as it may cite them.

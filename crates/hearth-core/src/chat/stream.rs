@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Prompt;
 use super::prepare::Prepared;
-use super::cache;
+use super::{cache, semantic};
 use super::caller::ModelCaller;
 use super::step::{RunBudget, Spent, ToolStep};
 use super::{CHECKPOINT_INTERVAL, ChatModel, HEARTBEAT_INTERVAL, TurnContext};
@@ -89,6 +89,41 @@ pub(super) struct Streamed<'a> {
     pub over_budget: bool,
     /// The answer came from the response cache (no call was made).
     pub cached: bool,
+    /// The semantic cache answered: the question its saved reply was given to.
+    pub cached_from: Option<String>,
+}
+
+/// A stateless question as the semantic cache sees it.
+struct Meaning {
+    scope: [u8; 32],
+    question: String,
+    embedding_model: String,
+    vector: Vec<f32>,
+}
+
+/// The question's embedding by the user's embedding model (off the async threads), or
+/// `None` when there is no model or it fails (the semantic cache then just misses).
+async fn embed_question(
+    ctx: &TurnContext<'_>,
+    model: &ChatModel,
+    request: &ChatRequest,
+    question: &str,
+) -> Option<Meaning> {
+    let embedder = ctx.sources.embedder.as_ref()?.get()?;
+    let (e, q) = (embedder.clone(), semantic::normalized(question));
+    match tokio::task::spawn_blocking(move || e.embed_query(&q)).await {
+        Ok(Ok(vector)) => Some(Meaning {
+            scope: semantic::scope(model, request),
+            question: question.to_owned(),
+            embedding_model: embedder.model_id().to_owned(),
+            vector,
+        }),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "no embedding for the semantic cache");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 
@@ -129,6 +164,7 @@ pub(super) async fn stream<'a>(
     let first_messages = messages.len();
     let cache_settings = cache::settings(ctx.store)?;
     let mut cached = false;
+    let mut cached_from: Option<String> = None;
     // The calls: `Err` only when recording usage failed (the store), never for a failed
     // provider call, so the end of the turn always runs after the checkpoints stop.
     let looped: Result<std::result::Result<Completion, LlmError>> = async {
@@ -175,18 +211,56 @@ pub(super) async fn stream<'a>(
                 max_output_tokens: Some(zones.output_reserve),
                 ..ChatRequest::default()
             };
-            // The exact response cache: a turn's first call only (no tool results), never
-            // for Regenerate or a temporary chat.
-            let cache_key = (cache_settings.enabled
-                && budget.iterations == 0
+            // The caches: a turn's first call only (no tool results), never for Regenerate
+            // or a temporary chat.
+            let cacheable = budget.iterations == 0
                 && !opts.temporary
                 && opts.redo != super::Redo::Regenerate
-                && turn.conversation.is_some())
-            .then(|| cache::key(model, &request));
-            if let Some(key) = &cache_key
-                && let Some(answer) = cache::lookup(ctx.store, key)?
+                && turn.conversation.is_some();
+            // The exact response cache.
+            let cache_key = (cache_settings.enabled && cacheable).then(|| cache::key(model, &request));
+            // The semantic cache: stateless questions only (nothing about the user, no
+            // passages, no summary, no history).
+            let stateless = zones.memory == 0
+                && zones.retrieved == 0
+                && zones.summary == 0
+                && zones.history == 0
+                && cited.is_empty();
+            let meaning = match (cache_settings.semantic && cacheable && stateless)
+                .then(|| semantic::stateless_question(&request))
+                .flatten()
             {
-                tracing::info!("answered from the response cache");
+                Some(question) => embed_question(ctx, model, &request, question).await,
+                None => None,
+            };
+            tracing::debug!(
+                stateless,
+                cacheable,
+                semantic = cache_settings.semantic,
+                embedded = meaning.is_some(),
+                "semantic cache"
+            );
+            let hit = match (&cache_key, &meaning) {
+                (Some(key), _) if let Some(answer) = cache::lookup(ctx.store, key)? => {
+                    tracing::info!("answered from the response cache");
+                    Some((answer, None))
+                }
+                (_, Some(m)) => semantic::lookup(
+                    ctx.store,
+                    &m.scope,
+                    &m.embedding_model,
+                    &m.vector,
+                    &semantic::anchors(&m.question),
+                    cache_settings.similarity,
+                )?
+                .map(|hit| {
+                    tracing::info!(similarity = hit.similarity, "answered from the semantic cache");
+                    (hit.answer, Some(hit.question))
+                }),
+                _ => None,
+            };
+            if let Some((answer, from)) = hit {
+                cached_from = from;
                 crate::budget::settle(ctx.store, &reservation, Some(0.0))?;
                 reservations.push(reservation);
                 if let Ok(mut s) = sink.lock() {
@@ -253,6 +327,26 @@ pub(super) async fn stream<'a>(
                         carried_passages: zones.retrieved > 0 || !cited.is_empty(),
                     },
                     cache_settings,
+                )?;
+            }
+            if let (Some(m), Ok(done), Some(conversation)) = (&meaning, &result, &turn.conversation)
+                && done.tool_calls.is_empty()
+                && !done.stopped
+                && !done.text.trim().is_empty()
+                && !matches!(done.finish_reason.as_deref(), Some("length" | "max_tokens"))
+            {
+                semantic::save(
+                    ctx.store,
+                    semantic::Entry {
+                        scope: &m.scope,
+                        conversation,
+                        question: &m.question,
+                        embedding_model: &m.embedding_model,
+                        vector: &m.vector,
+                        model,
+                        answer: &done.text,
+                    },
+                    cache_settings.ttl_hours,
                 )?;
             }
             let error = match &result {
@@ -352,6 +446,7 @@ pub(super) async fn stream<'a>(
         reservations,
         over_budget,
         cached,
+        cached_from,
         model: caller.model,
         encoding: caller.encoding,
         zones,

@@ -182,6 +182,7 @@ impl Hearth {
                 embedder.clone(),
             )),
             tools: Arc::new(crate::tools::select::ToolIndex::new(embedder.clone())),
+            embedder: Some(embedder.clone()),
         };
         let stale = crate::time::now_millis() - STALE_TURN.as_millis() as i64;
         let marked =
@@ -418,22 +419,36 @@ impl Hearth {
                 crate::chat::cache::MAX_TTL_HOURS
             )));
         }
+        let least = crate::chat::semantic::MIN_SIMILARITY;
+        if !(least..=1.0).contains(&settings.similarity) {
+            return Err(Error::InvalidInput(format!(
+                "the semantic cache's similarity is from {least} to 1"
+            )));
+        }
         self.inner
             .store
             .set_setting(crate::chat::cache::CACHE_SETTING, &settings)?;
+        // Off means nothing kept.
         if !settings.enabled {
-            // Off means nothing kept.
-            crate::chat::cache::clear(&self.inner.store)?;
+            crate::chat::cache::clear_exact(&self.inner.store)?;
+        }
+        if !settings.semantic {
+            crate::chat::semantic::clear(&self.inner.store)?;
         }
         Ok(())
     }
 
-    /// How many answers the response cache holds.
+    /// How many answers the exact response cache holds.
     pub fn response_cache_entries(&self) -> Result<u64> {
         crate::chat::cache::entries(&self.inner.store)
     }
 
-    /// Empties the response cache; returns how many answers it held.
+    /// How many answers the semantic cache holds.
+    pub fn semantic_cache_entries(&self) -> Result<u64> {
+        crate::chat::semantic::entries(&self.inner.store)
+    }
+
+    /// Empties both caches; returns how many answers they held.
     pub fn clear_response_cache(&self) -> Result<u64> {
         crate::chat::cache::clear(&self.inner.store)
     }

@@ -39,4 +39,8 @@ over_budget: boolean,
 /**
  * The answer came from the response cache: no model was called.
  */
-cached: boolean, };
+cached: boolean, 
+/**
+ * The semantic cache answered: the question its saved reply was given to.
+ */
+cached_from: string | null, };
