@@ -29,16 +29,17 @@ describe('Settings → Spending and routing', () => {
     const calls = await ipcCalls(page, 'set_routing');
     assert.deepEqual(calls.at(-1), { enabled: false, cascade: true });
 
+    const overall = section.getByRole('group', { name: 'Spending caps' });
     assert.equal(await section.locator('[data-testid="standing"]').count(), 0);
-    await section.getByLabel('Per day').fill('lots');
-    await section.getByRole('button', { name: 'Save caps' }).click();
+    await overall.getByLabel('Per day').fill('lots');
+    await overall.getByRole('button', { name: 'Save caps', exact: true }).click();
     assert.equal(
-      flat(await section.locator('.field-error').textContent()),
+      flat(await overall.locator('.field-error').textContent()),
       'A cap is an amount in US dollars (0 to 1,000,000), or empty for none.',
     );
-    await section.getByLabel('Per day').fill('5');
-    await section.getByLabel('Per month').fill('60');
-    await section.getByRole('button', { name: 'Save caps' }).click();
+    await overall.getByLabel('Per day').fill('5');
+    await overall.getByLabel('Per month').fill('60');
+    await overall.getByRole('button', { name: 'Save caps', exact: true }).click();
     await section.locator('[data-testid="standing"]').nth(1).waitFor();
     assert.deepEqual(await ipcCalls(page, 'set_budget'), [{ provider: null, dailyUsd: 5, monthlyUsd: 60 }]);
     assert.equal(
@@ -46,9 +47,39 @@ describe('Settings → Spending and routing', () => {
       'You have spent $0.00 of your daily budget of $5.00 (0 %).',
     );
     // Emptied: no cap.
-    await section.getByLabel('Per month').fill('');
-    await section.getByRole('button', { name: 'Save caps' }).click();
+    await overall.getByLabel('Per month').fill('');
+    await overall.getByRole('button', { name: 'Save caps', exact: true }).click();
     await until(page, () => document.querySelectorAll('[data-testid="standing"]').length === 1);
+    assertNoProblems(problems);
+  });
+
+  test('caps for one provider: saved, listed with where they stand, and removed', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('settings'));
+    const section = page.locator('section[data-section="spending"]');
+    const one = section.getByRole('group', { name: 'Caps for one provider' });
+    await one.waitFor();
+    assert.equal(await one.getByLabel('Provider').inputValue(), 'local');
+    await one.getByLabel('Per day').fill('-3');
+    await one.getByRole('button', { name: 'Save caps for local' }).click();
+    assert.match(flat(await one.locator('.field-error').textContent()), /^A cap is an amount in US dollars/);
+    await one.getByLabel('Per day').fill('2');
+    await one.getByRole('button', { name: 'Save caps for local' }).click();
+    const listed = section.locator('[data-testid="provider-caps"]');
+    await listed.waitFor();
+    assert.deepEqual(await ipcCalls(page, 'set_budget'), [{ provider: 'local', dailyUsd: 2, monthlyUsd: null }]);
+    assert.equal(flat(await listed.locator('span').first().textContent()), 'local: $2.00 a day, no month cap');
+    assert.equal(
+      flat(await section.locator('[data-testid="standing"]').first().textContent()),
+      'You have spent $0.00 of your daily budget for local of $2.00 (0 %).',
+    );
+    assert.equal(flat(await one.locator('.saved').textContent()), 'Caps for local saved.');
+    // The overall caps are untouched.
+    assert.equal(await section.getByRole('group', { name: 'Spending caps' }).getByLabel('Per day').inputValue(), '');
+    await listed.getByRole('button', { name: 'Remove the caps for local' }).click();
+    await until(page, () => document.querySelector('[data-testid="provider-caps"]') === null);
+    assert.deepEqual((await ipcCalls(page, 'set_budget')).at(-1), { provider: 'local', dailyUsd: null, monthlyUsd: null });
+    assert.equal(await one.getByLabel('Per day').inputValue(), '');
     assertNoProblems(problems);
   });
 
@@ -57,7 +88,11 @@ describe('Settings → Spending and routing', () => {
       const { page, problems } = await session(t, { colorScheme, bypassCSP: true });
       await page.goto(url('settings', 'over-budget'));
       const section = page.locator('section[data-section="spending"]');
-      await section.locator('[data-testid="standing"]').waitFor();
+      await section.locator('[data-testid="standing"]').first().waitFor();
+      const one = section.getByRole('group', { name: 'Caps for one provider' });
+      await one.getByLabel('Per month').fill('20');
+      await one.getByRole('button', { name: /^Save caps for / }).click();
+      await section.locator('[data-testid="provider-caps"]').waitFor();
       await section.scrollIntoViewIfNeeded();
       await assertAxeClean(page);
       await screenshot(page, `settings-spending-${colorScheme}`);

@@ -13,6 +13,12 @@
 //! 2. **Overhead** per request (criterion): the routing decision, the response cache's key
 //!    over a realistic request (40 history messages, 20 tools) and its lookup in a store
 //!    holding 1,000 answers. Target: < 2 ms p50.
+//! 3. **The semantic cache** (opt-in): on the labelled pairs
+//!    (`tests/data/routing/semantic-pairs.tsv`, 20 that mean the same, 20 that do not), how
+//!    many it would answer from the saved reply at the default threshold (0.95) and, to show
+//!    what a lower one would cost, at 0.90 and 0.85 — right hits and wrong ones, with the
+//!    local embedding model; and its overhead per request (criterion): the question's
+//!    embedding, the scope key and the lookup among 1,000 saved questions.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -341,9 +347,150 @@ fn overhead(c: &mut Criterion) {
     });
 }
 
+fn embed_model_dir() -> PathBuf {
+    std::env::var_os("HEARTH_EMBED_MODEL_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hearth-models/minilm"))
+        })
+        .expect("set HEARTH_EMBED_MODEL_DIR or HOME")
+}
+
+fn semantic(c: &mut Criterion) {
+    use hearth_core::chat::semantic;
+    use hearth_core::embed::{Embedder, LocalEmbedder, ModelSource};
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/routing/semantic-pairs.tsv");
+    let text = std::fs::read_to_string(&path).expect("read the pairs");
+    let pairs: Vec<(bool, String, String)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let same = f.next()? == "same";
+            Some((same, f.next()?.to_owned(), f.next()?.to_owned()))
+        })
+        .collect();
+    let embedder = LocalEmbedder::new(ModelSource::dir(embed_model_dir()));
+    if let Err(e) = embedder.load() {
+        panic!("{e}\nInstall the model with scripts/fetch-model.sh");
+    }
+    let vector = |q: &str| {
+        embedder
+            .embed_query(&semantic::normalized(q))
+            .expect("embed")
+    };
+    let scored: Vec<(bool, f32, bool)> = pairs
+        .iter()
+        .map(|(same, a, b)| {
+            let sim: f32 = vector(a).iter().zip(vector(b)).map(|(x, y)| x * y).sum();
+            (*same, sim, semantic::anchors(a) == semantic::anchors(b))
+        })
+        .collect();
+    let (same_n, diff_n) = (
+        scored.iter().filter(|s| s.0).count(),
+        scored.iter().filter(|s| !s.0).count(),
+    );
+    println!(
+        "semantic cache, {} pairs ({same_n} same meaning, {diff_n} not), {}:",
+        scored.len(),
+        embedder.model_id()
+    );
+    for threshold in [0.95_f32, 0.90, 0.85] {
+        let hit = |s: &&(bool, f32, bool)| s.1 >= threshold && s.2;
+        let right = scored.iter().filter(|s| s.0).filter(hit).count();
+        let wrong = scored.iter().filter(|s| !s.0).filter(hit).count();
+        let wrong_without_anchors = scored.iter().filter(|s| !s.0 && s.1 >= threshold).count();
+        println!(
+            "  similarity ≥ {threshold:.2}: answered from the cache {right}/{same_n} of the same questions; wrong answers {wrong}/{diff_n} (without the anchor rule: {wrong_without_anchors}/{diff_n})"
+        );
+    }
+    for (same, sim, anchors) in &scored {
+        let label = if *same { "same" } else { "diff" };
+        println!(
+            "    {label} {sim:.3} anchors {}",
+            if *anchors { "equal" } else { "differ" }
+        );
+    }
+
+    // Overhead: embedding the question, the scope and the lookup among 1,000 saved ones.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(LlmServer::start(Vec::new()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut opts = OpenOptions::new(DataDir::new(dir.path().join("data")));
+    opts.new_key_backend = KeyBackend::File;
+    let store = hearth_core::store::Store::open(&opts).expect("store");
+    let strong = model(&server, "gpt-4o");
+    let request = |text: &str| ChatRequest {
+        model: "gpt-4o".into(),
+        messages: vec![
+            Message::system("You are Hearth. ".repeat(40)),
+            Message::user(text),
+        ],
+        max_output_tokens: Some(4096),
+        ..ChatRequest::default()
+    };
+    let conversation = hearth_core::conversations::Conversations::new(store.clone())
+        .create("bench")
+        .expect("conversation");
+    let saved_vector = vector("How many kilometres is 5 miles?");
+    for i in 0..1000 {
+        let question = format!("How many kilometres is {i} miles?");
+        semantic::save(
+            &store,
+            semantic::Entry {
+                scope: &semantic::scope(&strong, &request(&question)),
+                conversation: &conversation,
+                question: &question,
+                embedding_model: embedder.model_id(),
+                vector: &saved_vector,
+                model: &strong,
+                answer: "A saved answer.",
+            },
+            24,
+        )
+        .expect("save");
+    }
+    let questions: Vec<String> = pairs.iter().map(|p| p.2.clone()).collect();
+    let mut i = 0usize;
+    c.bench_function(
+        "semantic cache: embed the question + scope + lookup (1,000 saved)",
+        |b| {
+            b.iter(|| {
+                let q = &questions[i % questions.len()];
+                i += 1;
+                let v = vector(q);
+                let scope = semantic::scope(&strong, &request(q));
+                semantic::lookup(
+                    &store,
+                    &scope,
+                    embedder.model_id(),
+                    &v,
+                    &semantic::anchors(q),
+                    0.95,
+                )
+                .expect("lookup")
+            })
+        },
+    );
+    let v = vector("How many kilometres is 7 miles?");
+    let anchors = semantic::anchors("How many kilometres is 7 miles?");
+    let scope = semantic::scope(&strong, &request("How many kilometres is 7 miles?"));
+    c.bench_function(
+        "semantic cache: lookup only (1,000 saved, same scope)",
+        |b| {
+            b.iter(|| {
+                semantic::lookup(&store, &scope, embedder.model_id(), &v, &anchors, 0.95)
+                    .expect("lookup")
+            })
+        },
+    );
+}
+
 fn all(c: &mut Criterion) {
     savings();
     overhead(c);
+    semantic(c);
 }
 
 criterion_group!(benches, all);

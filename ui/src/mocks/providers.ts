@@ -152,18 +152,23 @@ export function createProvidersMock(options: {
   };
   const spent = scenario === 'over-budget' ? 4.98 : 0;
   const spendingNow = (): SpendingDto => {
-    const status = [
-      ['day', spending.daily_usd, 'daily'],
-      ['month', spending.monthly_usd, 'monthly'],
-    ].flatMap(([period, cap, word]) =>
+    const caps: [string, number | null, string, string | null][] = [
+      ['day', spending.daily_usd, 'daily', null],
+      ['month', spending.monthly_usd, 'monthly', null],
+      ...spending.providers.flatMap((p): [string, number | null, string, string | null][] => [
+        ['day', p.daily_usd, 'daily', p.provider],
+        ['month', p.monthly_usd, 'monthly', p.provider],
+      ]),
+    ];
+    const status = caps.flatMap(([period, cap, word, provider]) =>
       typeof cap === 'number'
         ? [
             {
-              period: String(period),
-              provider: null,
+              period,
+              provider,
               spent_usd: spent,
               cap_usd: cap,
-              text: `You have spent $${spent.toFixed(2)} of your ${String(word)} budget of $${cap.toFixed(2)} (${cap > 0 ? Math.round((spent / cap) * 100) : 100} %).`,
+              text: `You have spent $${spent.toFixed(2)} of your ${word} budget${provider === null ? '' : ` for ${provider}`} of $${cap.toFixed(2)} (${cap > 0 ? Math.round((spent / cap) * 100) : 100} %).`,
             },
           ]
         : [],
@@ -303,11 +308,17 @@ export function createProvidersMock(options: {
     get_spending: () => spendingNow(),
     get_usage: ({ since }) => usageSince(since, spendingNow().status),
     set_budget: ({ provider, dailyUsd, monthlyUsd }) => {
-      if (provider !== null) fail('not_found', `there is no provider ${provider}`);
+      if (provider !== null && !providerNamed(provider)) fail('not_found', `there is no provider ${provider}`);
       for (const v of [dailyUsd, monthlyUsd]) {
         if (v !== null && (!Number.isFinite(v) || v < 0 || v > 1_000_000)) fail('invalid_input', 'a cap must be between 0 and 1000000 USD');
       }
-      spending = { ...spending, daily_usd: dailyUsd, monthly_usd: monthlyUsd };
+      if (provider === null) {
+        spending = { ...spending, daily_usd: dailyUsd, monthly_usd: monthlyUsd };
+      } else {
+        const others = spending.providers.filter((p) => p.provider !== provider);
+        const caps = dailyUsd === null && monthlyUsd === null ? [] : [{ provider, daily_usd: dailyUsd, monthly_usd: monthlyUsd }];
+        spending = { ...spending, providers: [...others, ...caps].sort((a, b) => a.provider.localeCompare(b.provider)) };
+      }
       return spendingNow();
     },
     set_routing: ({ enabled, cascade }) => {
