@@ -122,6 +122,95 @@ fn a_chat_with_no_provider_is_answered_by_the_built_in_model() {
         String::from_utf8_lossy(&text.stdout)
     );
 
+    // The built-in model is a tier like any other: with a cloud model answering, the user
+    // makes it the fast one, and the router sends a thank-you to it (nothing reaches the
+    // cloud) and a careful question to the cloud model.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt.block_on(hearth_testkit::llm_server::LlmServer::start(vec![
+        hearth_testkit::llm_server::stream(hearth_testkit::llm_server::text_stream(
+            &["Renting keeps you free to move; buying builds equity."],
+            Some((120, 12, 0)),
+        )),
+    ]));
+    let added = run(hearth(
+        &home,
+        &[
+            "--json",
+            "providers",
+            "add",
+            "cloud",
+            "--preset",
+            "custom",
+            "--url",
+            &server.base_url,
+            "--model",
+            "big-model",
+        ],
+    ));
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stdout)
+    );
+    let slots = run(hearth(
+        &home,
+        &[
+            "--json",
+            "providers",
+            "slots",
+            "--main",
+            "cloud:big-model",
+            "--fast",
+            "builtin:smollm2",
+        ],
+    ));
+    assert!(
+        slots.status.success(),
+        "{}",
+        String::from_utf8_lossy(&slots.stdout)
+    );
+    let thanks = json(&run(hearth(
+        &home,
+        &["--json", "chat", "--no-wait", "--no-tools", "Thanks!"],
+    )));
+    assert_eq!(
+        (
+            &thanks["provider"],
+            &thanks["model"],
+            &thanks["route"]["tier"]
+        ),
+        (&"builtin".into(), &"smollm2".into(), &"fast".into()),
+        "{thanks}"
+    );
+    assert!(server.seen().is_empty(), "nothing reached the cloud");
+    let careful = json(&run(hearth(
+        &home,
+        &[
+            "--json",
+            "chat",
+            "--no-wait",
+            "--no-tools",
+            "Compare renting and buying a home and explain why, step by step.",
+        ],
+    )));
+    assert_eq!(
+        (&careful["provider"], &careful["route"]["tier"]),
+        (&"cloud".into(), &"strong".into()),
+        "{careful}"
+    );
+    assert_eq!(server.seen().len(), 1);
+    // A built-in model that is not installed cannot take a slot.
+    let missing = run(hearth(
+        &home,
+        &["--json", "providers", "slots", "--fast", "builtin:nope"],
+    ));
+    assert_eq!(json(&missing)["error"]["code"], "invalid_input");
+    let back = run(hearth(
+        &home,
+        &["--json", "providers", "remove", "cloud", "--yes"],
+    ));
+    assert!(back.status.success());
+
     let status = json(&run(hearth(&home, &["--json", "model", "status"])));
     assert_eq!(status["engine_installed"], true);
     assert_eq!(status["main"], "smollm2");

@@ -353,6 +353,16 @@ fn chat_model(model: &InstalledModel, installed: &Installed) -> Result<ChatModel
     })
 }
 
+/// The installed built-in model `name` as a model slot holds it (the user chose it for the
+/// main, fast or fallback slot beside cloud models); `None` when it is not installed.
+pub fn slot_model(store: &Store, name: &str) -> Result<Option<ChatModel>> {
+    let installed = Installed::load(store)?;
+    installed
+        .get(name)
+        .map(|m| chat_model(m, &installed))
+        .transpose()
+}
+
 /// The built-in model's slots, when one is installed (`None` otherwise); `model` names an
 /// installed model to answer instead of the chosen one.
 pub fn slots(store: &Store, model: Option<String>) -> Result<Option<ModelSlots>> {

@@ -24,7 +24,15 @@ impl Providers {
             if slot.model.trim().is_empty() {
                 return Err(Error::InvalidInput("a slot needs a model name".into()));
             }
-            if self.get(&slot.provider)?.is_none() {
+            if slot.provider == crate::builtin::PROVIDER {
+                // A built-in model is a slot like any other, once installed.
+                if crate::builtin::slot_model(&self.store, &slot.model)?.is_none() {
+                    return Err(Error::InvalidInput(format!(
+                        "there is no built-in model {:?}; see `hearth model list`",
+                        slot.model
+                    )));
+                }
+            } else if self.get(&slot.provider)?.is_none() {
                 return Err(Error::InvalidInput(format!(
                     "there is no provider {}",
                     slot.provider
@@ -43,6 +51,13 @@ impl Providers {
     }
 
     fn chat_model(&self, slot: &Slot) -> Result<Option<ChatModel>> {
+        if slot.provider == crate::builtin::PROVIDER {
+            let model = crate::builtin::slot_model(&self.store, &slot.model)?;
+            if model.is_none() {
+                tracing::warn!("a model slot names a built-in model that is gone");
+            }
+            return Ok(model);
+        }
         let Some(cfg) = self.get(&slot.provider)? else {
             tracing::warn!(provider = %slot.provider, "a model slot names a provider that is gone");
             return Ok(None);
