@@ -177,3 +177,35 @@ describe('Settings → Built-in models', () => {
     assertNoProblems(problems);
   });
 });
+
+describe('Settings → Models for each job: a built-in model as the fast one', () => {
+  test('an installed built-in model can be the fast model beside a provider, and the composer then offers it', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('settings'));
+    const models = page.locator('section[data-section="models"]');
+    const row = models.locator('li[data-catalog="qwen2.5-0.5b"]');
+    await row.getByRole('button', { name: 'Download Qwen2.5 0.5B Instruct' }).click();
+    await models.locator('li[data-model="qwen2.5-0.5b"]').waitFor();
+    const fast = page.locator('fieldset[data-slot="slot-fast"]');
+    const provider = fast.getByLabel('Provider');
+    assert.ok((await provider.locator('option').allTextContents()).includes('Built-in (this computer)'));
+    await provider.selectOption('builtin');
+    const model = fast.getByLabel('Model');
+    assert.deepEqual((await model.locator('option').allTextContents()).map(flat), ['qwen2.5-0.5b — 8K window']);
+    await page.getByRole('button', { name: 'Use these models' }).click();
+    await until(page, () => window.__ipcCalls.some((c) => c.cmd === 'set_slots'));
+    const saved = (await ipcCalls(page, 'set_slots')).at(-1);
+    assert.deepEqual(saved.fast, { provider: 'builtin', model: 'qwen2.5-0.5b' });
+    assert.deepEqual(saved.main, { provider: 'local', model: 'llama3.2' });
+    // The chat's composer now offers the choice between the two.
+    await page.goto(url('chat'));
+    const menu = page.getByRole('combobox', { name: 'Model' });
+    await menu.waitFor();
+    assert.deepEqual((await menu.locator('option').allTextContents()).map(flat), [
+      'Auto',
+      'Fast · qwen2.5-0.5b',
+      'Main · llama3.2',
+    ]);
+    assertNoProblems(problems);
+  });
+});

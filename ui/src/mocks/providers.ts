@@ -328,7 +328,8 @@ export function createProvidersMock(options: {
     set_slots: ({ main, fast, fallback, fallbackEnabled }) => {
       for (const slot of [main, fast, fallback]) {
         if (slot === null) continue;
-        if (!providerNamed(slot.provider)) fail('unknown_provider', `No provider named "${slot.provider}".`);
+        const builtinOk = slot.provider === 'builtin' && options.builtin() !== null;
+        if (!builtinOk && !providerNamed(slot.provider)) fail('unknown_provider', `No provider named "${slot.provider}".`);
         if (slot.model.trim() === '') fail('missing_model', `Choose a model for ${slot.provider}.`);
       }
       if (fallbackEnabled && fallback === null) fail('missing_fallback', 'Choose a fallback model, or turn the fallback off.');
