@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::dto::args::*;
 use crate::dto::{
     ChatDoneEvent, ChatEscalatingEvent, ChatFailedEvent, ChatStatusDto, ChatTokenEvent,
-    ChatToolEvent, ChatToolStartedEvent, ConversationDto, ErrorDto, MessageDto,
+    ChatToolEvent, ChatToolStartedEvent, ChatWaitingEvent, ConversationDto, ErrorDto, MessageDto,
     OpenConversationEvent, SendResultDto, ToolCallDto, TurnInfoDto,
 };
 use crate::state::AppState;
@@ -247,6 +247,16 @@ fn start_turn<R: Runtime>(
                                 from: from.to_owned(),
                                 to: to.to_owned(),
                                 text: hearth_core::Route::escalated(reason, from).describe(),
+                            },
+                        ),
+                        // The provider's rate limit holds the next call for a while.
+                        TurnEvent::Waiting { provider, seconds } => emitter.emit_to(
+                            token_target.clone(),
+                            "chat_waiting",
+                            ChatWaitingEvent {
+                                turn_id,
+                                provider: provider.to_owned(),
+                                seconds,
                             },
                         ),
                     };

@@ -212,3 +212,23 @@ describe('Chat: an answer from the semantic cache', () => {
     });
   }
 });
+
+describe('Chat: a provider asks Hearth to slow down', () => {
+  test('the answer says it waits for the rate limit, then streams as usual', async (t) => {
+    const { page, problems } = await session(t);
+    await page.goto(url('chat', 'rate-limited'));
+    await composer(page).waitFor();
+    await composer(page).fill('Plan my week');
+    await composer(page).press('Enter');
+    const last = page.locator('[role="log"] article.assistant').last();
+    const waiting = last.locator('[data-testid="rate-limit-wait"]');
+    await waiting.waitFor();
+    assert.equal(
+      flat(await waiting.textContent()),
+      'openai asked Hearth to slow down: waiting about 12 s for its rate limit. The answer follows by itself; Stop ends the wait.',
+    );
+    await last.locator('.usage').waitFor();
+    assert.equal(await waiting.count(), 0, 'gone once the answer came');
+    assertNoProblems(problems);
+  });
+});

@@ -108,6 +108,12 @@ pub fn chat(out: &Out, turn: Turn) -> Result<u8, Failure> {
                         hearth_core::display::prose(to)
                     );
                 }
+                (false, TurnEvent::Waiting { provider, seconds }) => {
+                    eprintln!(
+                        "note: {} asks Hearth to slow down: waiting about {seconds} s for its rate limit (Ctrl-C stops)",
+                        hearth_core::display::prose(provider)
+                    );
+                }
                 _ => {}
             })
             .await;

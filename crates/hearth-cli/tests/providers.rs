@@ -1371,3 +1371,47 @@ async fn learning_pauses_at_80_percent_of_a_cap_while_the_user_can_still_ask() {
     assert!(out.status.success(), "{again}");
     assert_eq!(again["answer"], "Never asked.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_asks_to_slow_down_holds_the_next_call_and_the_cli_says_so() {
+    // The first call (the model asks for a tool) says the request bucket is empty for 3 s:
+    // the turn's second call waits in the queue instead of failing, and stderr says why.
+    let server = LlmServer::start(vec![
+        with_headers(
+            &[
+                ("x-ratelimit-limit-requests", "1"),
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "3s"),
+            ],
+            stream(tool_call_stream(&[(
+                "t1",
+                "list_directory",
+                r#"{"path": "."}"#,
+            )])),
+        ),
+        stream(text_stream(&["Nothing there."], None)),
+    ])
+    .await;
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model"]);
+    let (out, v) = run(&home, &server, &add).await;
+    assert!(out.status.success(), "{v}");
+    let out = with_stdin(
+        &home,
+        &server,
+        &["chat", "What is in my notes folder?"],
+        "file",
+        "",
+    )
+    .await;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("note: cloud asks Hearth to slow down: waiting about")
+            && said.contains("s for its rate limit (Ctrl-C stops)"),
+        "{said}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Nothing there."));
+    assert_eq!(server.seen().len(), 2, "both calls went, none failed");
+}

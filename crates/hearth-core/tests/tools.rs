@@ -1452,6 +1452,9 @@ async fn each_call_is_told_as_it_starts_and_ends_and_the_user_keeps_the_whole_re
                 hearth_core::chat::TurnEvent::Escalating { from, .. } => {
                     events.push(format!("escalating from {from}"))
                 }
+                hearth_core::chat::TurnEvent::Waiting { seconds, .. } => {
+                    events.push(format!("waiting {seconds}"))
+                }
             },
         )
         .await

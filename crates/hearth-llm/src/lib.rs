@@ -181,6 +181,9 @@ pub enum StreamEvent {
     },
     /// More of a tool call's JSON arguments.
     ToolCallArguments { index: usize, delta: String },
+    /// The call waits in the provider's rate-limit queue for about `seconds` (said once per
+    /// wait, before anything is sent).
+    Waiting { seconds: u64 },
 }
 
 /// What a call produced (whole, stopped by the user, or up to where it broke).
@@ -502,7 +505,12 @@ impl LlmClient {
         loop {
             // In the provider's queue: waits while its limits (as it last said them) are used
             // up, behind calls that came first (the user's turn before background work).
-            let permit = match ticket.admit(tokens, cancel).await {
+            let said = |wait: Duration| {
+                on_event(StreamEvent::Waiting {
+                    seconds: wait.as_secs_f64().ceil() as u64,
+                })
+            };
+            let permit = match ticket.admit(tokens, cancel, said).await {
                 ratelimit::Admission::Go(permit) => permit,
                 ratelimit::Admission::Cancelled => return Ok(stopped()),
                 ratelimit::Admission::TooLong(wait) => {

@@ -229,7 +229,13 @@ impl Ticket {
 
     /// Waits for the call's turn: it is at the head of the queue and the provider's
     /// buckets (as last said) have room for one request of `tokens` tokens.
-    pub async fn admit(&mut self, tokens: u64, cancel: &CancellationToken) -> Admission {
+    /// `waiting` hears, once, how long the call will wait when that is a second or more.
+    pub async fn admit(
+        &mut self,
+        tokens: u64,
+        cancel: &CancellationToken,
+        mut waiting: impl FnMut(Duration),
+    ) -> Admission {
         self.hold();
         let deadline = Instant::now() + MAX_QUEUE_WAIT;
         let mut said = false;
@@ -256,11 +262,15 @@ impl Ticket {
                 }
                 if !said {
                     said = true;
+                    let wait = until - now;
                     tracing::info!(
                         provider = %self.lane.name,
-                        wait_ms = (until - now).as_millis() as u64,
+                        wait_ms = wait.as_millis() as u64,
                         "waiting for the provider's rate limit"
                     );
+                    if wait >= Duration::from_secs(1) {
+                        waiting(wait);
+                    }
                 }
             }
             let sleep_until = until.unwrap_or(deadline).min(deadline);

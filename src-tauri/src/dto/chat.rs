@@ -120,6 +120,18 @@ pub struct ChatEscalatingEvent {
     pub text: String,
 }
 
+/// The turn's next call waits about `seconds` for the provider's rate limit (the answer
+/// follows by itself; Stop ends the wait).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ChatWaitingEvent {
+    #[ts(type = "number")]
+    pub turn_id: u64,
+    pub provider: String,
+    #[ts(type = "number")]
+    pub seconds: u64,
+}
+
 /// A tool call of a running turn ended (decided, and run or not).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]

@@ -19,6 +19,7 @@ import type { ChatFailedEvent } from './bindings/ChatFailedEvent';
 import type { ChatTokenEvent } from './bindings/ChatTokenEvent';
 import type { ChatToolEvent } from './bindings/ChatToolEvent';
 import type { ChatToolStartedEvent } from './bindings/ChatToolStartedEvent';
+import type { ChatWaitingEvent } from './bindings/ChatWaitingEvent';
 import { call, subscribe, toErrorDto, type ErrorDto } from './ipc';
 import { entriesFrom, withEnded, withStarted, type ToolCallDto, type ToolCallEntry } from './tool-calls';
 
@@ -27,6 +28,7 @@ export type TurnEvent =
   | { kind: 'tool_started'; event: ChatToolStartedEvent }
   | { kind: 'tool'; event: ChatToolEvent }
   | { kind: 'escalating'; event: ChatEscalatingEvent }
+  | { kind: 'waiting'; event: ChatWaitingEvent }
   | { kind: 'done'; event: ChatDoneEvent }
   | { kind: 'failed'; event: ChatFailedEvent };
 
@@ -46,6 +48,11 @@ export type TurnHandlers = {
    * calls start over (`token` is called with an empty `text` right after).
    */
   escalating?(event: ChatEscalatingEvent, first: string): void;
+  /**
+   * The next call waits about `event.seconds` for the provider's rate limit
+   * (`chat_waiting`); it goes on by itself. Cleared by the next token or the end.
+   */
+  waiting?(event: ChatWaitingEvent): void;
   /** The turn finished (possibly stopped: `event.stopped`). */
   done(event: ChatDoneEvent): void;
   /** The turn failed. */
@@ -127,6 +134,9 @@ export class TurnStream {
         this.handlers.token('', '');
         break;
       }
+      case 'waiting':
+        this.handlers.waiting?.(item.event);
+        break;
       case 'done':
         this.ended = true;
         this.text = item.event.answer;
@@ -142,8 +152,8 @@ export class TurnStream {
 }
 
 /**
- * Route `chat_token` / `chat_tool_started` / `chat_tool` / `chat_escalating` / `chat_done` /
- * `chat_failed` to the
+ * Route `chat_token` / `chat_tool_started` / `chat_tool` / `chat_escalating` / `chat_waiting`
+ * / `chat_done` / `chat_failed` to the
  * turn `current()` returns (if any).
  * Returns a synchronous disposer (for component effects and `onMount`).
  */
@@ -154,6 +164,7 @@ export function listenToTurns(current: () => TurnStream | null | undefined): () 
     subscribe('chat_tool_started', (event) => route({ kind: 'tool_started', event })),
     subscribe('chat_tool', (event) => route({ kind: 'tool', event })),
     subscribe('chat_escalating', (event) => route({ kind: 'escalating', event })),
+    subscribe('chat_waiting', (event) => route({ kind: 'waiting', event })),
     subscribe('chat_done', (event) => route({ kind: 'done', event })),
     subscribe('chat_failed', (event) => route({ kind: 'failed', event })),
   ];

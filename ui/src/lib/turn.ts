@@ -80,3 +80,9 @@ export function improving(event: { from: string; to: string; text: string }, fir
     first,
   };
 }
+
+/** What the user reads while a provider's rate limit holds the next call. */
+export function waitingText(event: { provider: string; seconds: number }): string {
+  const wait = event.seconds >= 120 ? `about ${Math.ceil(event.seconds / 60)} minutes` : `about ${event.seconds} s`;
+  return `${event.provider} asked Hearth to slow down: waiting ${wait} for its rate limit. The answer follows by itself; Stop ends the wait.`;
+}

@@ -432,6 +432,11 @@ export function createChatMock(options: {
       await emit('chat_failed', { turn_id: turnId, ...OVER_BUDGET_FAILURE });
       return;
     }
+    // rate-limited: the provider's limit holds the call a while before the answer streams.
+    if (scenario === 'rate-limited') {
+      await emit('chat_waiting', { turn_id: turnId, provider: 'openai', seconds: 12 });
+      await sleep(chatDelay * 6);
+    }
     if (scenario === 'chat-fails' || failNext) {
       failNext = false;
       await emit('chat_failed', { turn_id: turnId, ...CHAT_FAILURE });

@@ -19,6 +19,7 @@ export const SCENARIOS = [
   'cascade',
   'over-budget',
   'saved-reply',
+  'rate-limited',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 

@@ -95,6 +95,9 @@ pub enum TurnEvent<'a> {
         to: &'a str,
         reason: crate::route::Reason,
     },
+    /// The next call waits about `seconds` for the provider's rate limits (its headers or a
+    /// 429 said so); the turn goes on by itself, and Stop ends the wait.
+    Waiting { provider: &'a str, seconds: u64 },
 }
 
 /// Why the turn's run ended.

@@ -285,14 +285,19 @@ pub(super) async fn stream<'a>(
                 );
                 tracing::info!(state = "inferring");
                 ctx.client
-                    .stream_chat(&model.provider, &request, ctx.cancel, |event| {
-                        if let StreamEvent::Text(t) = event {
+                    .stream_chat(&model.provider, &request, ctx.cancel, |event| match event {
+                        StreamEvent::Text(t) => {
                             if let Ok(mut s) = sink.lock() {
                                 s.push_str(&t);
                             }
                             on_event(super::TurnEvent::Text(&t));
                             crate::failpoint::panic_at("turn");
                         }
+                        StreamEvent::Waiting { seconds } => on_event(super::TurnEvent::Waiting {
+                            provider: &model.provider.name,
+                            seconds,
+                        }),
+                        _ => {}
                     })
                     .instrument(span)
                     .await

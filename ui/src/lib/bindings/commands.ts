@@ -13,6 +13,7 @@ import type { ChatStatusDto } from "./ChatStatusDto";
 import type { ChatTokenEvent } from "./ChatTokenEvent";
 import type { ChatToolEvent } from "./ChatToolEvent";
 import type { ChatToolStartedEvent } from "./ChatToolStartedEvent";
+import type { ChatWaitingEvent } from "./ChatWaitingEvent";
 import type { ConsentRequestDto } from "./ConsentRequestDto";
 import type { ConversationDto } from "./ConversationDto";
 import type { DetectedServerDto } from "./DetectedServerDto";
@@ -201,6 +202,7 @@ export type Events = {
   chat_tool_started: ChatToolStartedEvent;
   chat_tool: ChatToolEvent;
   chat_escalating: ChatEscalatingEvent;
+  chat_waiting: ChatWaitingEvent;
   open_conversation: OpenConversationEvent;
   memory_updated: MemoryUpdatedEvent;
   embedding_progress: EmbeddingProgressEvent;

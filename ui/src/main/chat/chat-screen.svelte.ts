@@ -21,7 +21,7 @@ import { isMac } from '../../lib/platform';
 import { notify } from '../../lib/toast.svelte';
 import { entriesFrom } from '../../lib/tool-calls';
 import { TurnStream, listenToTurns } from '../../lib/turn-stream';
-import { improving } from '../../lib/turn';
+import { improving, waitingText } from '../../lib/turn';
 import { recordMemoryUpdate } from './memory-updates.svelte';
 import { clearPendingOpen, pendingOpen } from './open.svelte';
 import type { Message } from './types';
@@ -368,7 +368,14 @@ export class ChatScreen {
       stream: new TurnStream({
         token: (_piece, soFar) => {
           const message = this.assistantMessage(current);
-          if (message) message.content = soFar;
+          if (message) {
+            message.content = soFar;
+            message.waiting = null;
+          }
+        },
+        waiting: (event) => {
+          const message = this.assistantMessage(current);
+          if (message) message.waiting = waitingText(event);
         },
         escalating: (event, first) => {
           const message = this.assistantMessage(current);

@@ -26,4 +26,6 @@ export type Message = {
   stopReason: string | null;
   /** While a cascade's strong model answers again: why, and the fast answer set aside. */
   improving?: Improvement | null;
+  /** While the provider's rate limit holds the next call: what to tell the user. */
+  waiting?: string | null;
 };
