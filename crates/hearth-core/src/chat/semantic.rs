@@ -227,11 +227,21 @@ pub fn normalized(question: &str) -> String {
         .to_owned()
 }
 
-/// What must be the same in two questions for one's answer to serve the other, in order:
-/// every number (digits as written, `5.0` and `5` alike), month and day words, units and
-/// currency signs, and names (capitalised words that do not start a sentence, and any word
-/// with a capital after its first letter). Lower-cased.
-pub fn anchors(text: &str) -> Vec<String> {
+/// One thing a question names that its answer depends on.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Number(String),
+    /// A unit or currency (folded: `miles` → `mi`).
+    Unit(String),
+    /// A currency sign, before its amount (`$5`).
+    Sign(String),
+    /// A month, a day, a part of the day.
+    Date(String),
+    /// A capitalised word that does not start a sentence, or a word with a capital inside.
+    Name(String),
+}
+
+fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     let mut sentence_start = true;
     let mut chars = text.char_indices().peekable();
@@ -245,16 +255,19 @@ pub fn anchors(text: &str) -> Vec<String> {
             chars.next();
             continue;
         }
-        if matches!(c, '$' | '€' | '£' | '¥' | '%' | '°') {
-            let sign = match c {
-                '$' => "usd",
-                '€' => "eur",
-                '£' => "gbp",
-                '¥' => "jpy",
-                '%' => "%",
-                _ => "deg",
-            };
-            out.push(sign.to_owned());
+        if let Some(sign) = match c {
+            '$' => Some("usd"),
+            '€' => Some("eur"),
+            '£' => Some("gbp"),
+            '¥' => Some("jpy"),
+            _ => None,
+        } {
+            out.push(Token::Sign(sign.to_owned()));
+            chars.next();
+            continue;
+        }
+        if matches!(c, '%' | '°') {
+            out.push(Token::Unit(if c == '%' { "%" } else { "deg" }.to_owned()));
             chars.next();
             continue;
         }
@@ -273,7 +286,7 @@ pub fn anchors(text: &str) -> Vec<String> {
                     break;
                 }
             }
-            out.push(number(&text[start..end]));
+            out.push(Token::Number(number(&text[start..end])));
             sentence_start = false;
             continue;
         }
@@ -291,16 +304,16 @@ pub fn anchors(text: &str) -> Vec<String> {
             let lower = word.to_lowercase();
             let bare = lower.trim_end_matches("'s").trim_end_matches("’s");
             if let Some((_, unit)) = UNITS.iter().find(|(w, _)| *w == bare) {
-                out.push((*unit).to_owned());
+                out.push(Token::Unit((*unit).to_owned()));
             } else if MONTHS.contains(&bare) || DAYS.contains(&bare) {
-                out.push(bare.to_owned());
+                out.push(Token::Date(bare.to_owned()));
             } else {
                 let mut letters = word.chars();
                 let first_capital = letters.next().is_some_and(char::is_uppercase);
                 let inner_capital = letters.any(char::is_uppercase);
                 let pronoun_i = bare == "i" || bare.starts_with("i'") || bare.starts_with("i’");
                 if inner_capital || (first_capital && !sentence_start && !pronoun_i) {
-                    out.push(bare.to_owned());
+                    out.push(Token::Name(bare.to_owned()));
                 }
             }
             sentence_start = false;
@@ -310,6 +323,66 @@ pub fn anchors(text: &str) -> Vec<String> {
         chars.next();
     }
     out
+}
+
+/// What two questions must both name, the same, for one's answer to serve the other:
+/// every amount with its unit (`5 mi`: "5 miles to km" is not "5 km to miles"), currency
+/// (`100 usd` for `$100`), other numbers, units, dates and times — in a canonical order, so
+/// "What is 5 miles in km?" and "How many km is 5 miles?" agree. Names are compared apart
+/// ([`same_names`]): a name typed in lower case is still the same name.
+pub fn anchors(text: &str) -> Vec<String> {
+    let toks = tokens(text);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        match (&toks[i], toks.get(i + 1)) {
+            (Token::Number(n), Some(Token::Unit(u) | Token::Date(u))) => {
+                out.push(format!("{n} {u}"));
+                i += 2;
+                continue;
+            }
+            (Token::Sign(s), Some(Token::Number(n))) => {
+                out.push(format!("{n} {s}"));
+                i += 2;
+                continue;
+            }
+            (Token::Number(n), _) => out.push(n.clone()),
+            (Token::Unit(u) | Token::Sign(u), _) => out.push(format!("unit {u}")),
+            (Token::Date(d), _) => out.push(format!("date {d}")),
+            (Token::Name(_), _) => {}
+        }
+        i += 1;
+    }
+    out.sort();
+    out
+}
+
+/// The names `text` holds (lower-cased).
+pub fn names(text: &str) -> Vec<String> {
+    tokens(text)
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::Name(n) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether every name either question holds is a word of the other (case aside).
+pub fn same_names(a: &str, b: &str) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-'))
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.to_lowercase()
+                    .trim_end_matches("'s")
+                    .trim_end_matches("’s")
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (wa, wb) = (words(a), words(b));
+    names(a).iter().all(|n| wb.contains(n)) && names(b).iter().all(|n| wa.contains(n))
 }
 
 /// A number as text, the same however it was written (`5`, `5.0`, `5,0`, `05`).
@@ -330,19 +403,19 @@ pub struct Hit {
     pub similarity: f32,
 }
 
-/// The saved answer for a question in `scope` with the same anchors whose embedding (by
-/// `embedding_model`, L2-normalised like `vector`) is the most similar, if at least
-/// `threshold`.
+/// The saved answer for a question in `scope` with the same anchors and names as `asked`
+/// whose embedding (by `embedding_model`, L2-normalised like `vector`) is the most similar,
+/// if at least `threshold`.
 pub fn lookup(
     store: &Store,
     scope: &[u8; 32],
     embedding_model: &str,
     vector: &[f32],
-    asked_anchors: &[String],
+    asked: &str,
     threshold: f32,
 ) -> Result<Option<Hit>> {
     let (scope, model) = (scope.to_vec(), embedding_model.to_owned());
-    let anchors = serde_json::to_string(asked_anchors).unwrap_or_default();
+    let anchors = serde_json::to_string(&anchors(asked)).unwrap_or_default();
     let rows: Vec<(String, String, Vec<u8>)> = store.read_blocking(move |c| {
         let mut s = c.prepare(
             "SELECT question, answer, vector FROM semantic_cache
@@ -358,6 +431,7 @@ pub fn lookup(
     let best = rows
         .into_iter()
         .filter(|(_, _, blob)| blob.len() == vector.len() * 4)
+        .filter(|(question, _, _)| same_names(asked, question))
         .map(|(question, answer, blob)| {
             let similarity: f32 = blob
                 .chunks_exact(4)
@@ -460,16 +534,20 @@ mod tests {
     use super::*;
 
     fn same(a: &str, b: &str) -> bool {
-        anchors(a) == anchors(b)
+        anchors(a) == anchors(b) && same_names(a, b)
     }
 
     #[test]
-    fn numbers_units_dates_and_names_must_match_in_order() {
+    fn amounts_units_dates_and_names_must_match() {
         assert!(same(
             "How many km is 5 miles?",
             "how many kilometres are 5 miles"
         ));
         assert!(same("Convert 5.0 miles to km", "convert 5 mi into kilometers"));
+        assert!(same(
+            "How many kilometres is 5 miles?",
+            "What is 5 miles in kilometres?"
+        ));
         assert!(!same("How many km is 5 miles?", "How many km is 50 miles?"));
         assert!(!same("Convert 5 miles to km", "Convert 5 km to miles"));
         assert!(!same("What's 20% of 80?", "What's 20% of 90?"));
@@ -477,17 +555,23 @@ mod tests {
         assert!(!same("Is it warm in Lisbon in May?", "Is it warm in Lisbon in June?"));
         assert!(!same("What is $100 in euros?", "What is £100 in euros?"));
         assert!(!same("What time is it in Tokyo at 9 pm?", "What time is it in Tokyo at 9 am?"));
+        assert!(!same("Convert 100 Fahrenheit to Celsius", "Convert 100 Celsius to Fahrenheit"));
+        // A name typed in lower case is the same name; another name is not.
+        assert!(same("What's the capital of Australia?", "what is the capital of australia"));
+        assert!(!same("What's the capital of Australia?", "What's the capital of Austria?"));
+        assert!(!same("Who wrote Pride and Prejudice?", "Who wrote Sense and Sensibility?"));
         // A capital that only starts a sentence, and "I", are not names.
         assert!(same("What is a haiku? Write one.", "what is a haiku? write one"));
         assert!(same("Can I freeze cooked rice?", "can i freeze cooked rice"));
         assert!(!same("Tell me about iPhone batteries", "tell me about phone batteries"));
         assert_eq!(
             anchors("Flights from Berlin to Lisbon on 3 May for 2 people, under €300?"),
-            ["berlin", "lisbon", "3", "may", "2", "eur", "300"]
+            ["2", "3 may", "300 eur"]
         );
-        // Hostile input: no panic, bounded output.
-        let odd = "1.2.3,,4 $$ 💥 Ǆemal 9e999 ′ 0.0.";
-        let _ = anchors(odd);
+        assert_eq!(names("Flights from Berlin to Lisbon"), ["berlin", "lisbon"]);
+        // Hostile input: no panic.
+        let odd = "1.2.3,,4 $$ 💥 Ǆemal 9e999 ′ 0.0. $";
+        let _ = (anchors(odd), names(odd), same_names(odd, ""));
         assert_eq!(anchors(""), Vec::<String>::new());
     }
 

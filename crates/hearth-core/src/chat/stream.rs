@@ -250,7 +250,7 @@ pub(super) async fn stream<'a>(
                     &m.scope,
                     &m.embedding_model,
                     &m.vector,
-                    &semantic::anchors(&m.question),
+                    &m.question,
                     cache_settings.similarity,
                 )?
                 .map(|hit| {
