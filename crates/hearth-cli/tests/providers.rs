@@ -31,6 +31,20 @@ async fn run(home: &Home, server: &LlmServer, args: &[&str]) -> (Output, Value) 
     (out, v)
 }
 
+/// A new home with one provider, `cloud`, on `server`, answering with `big-model` (and
+/// `fast` as its fast model, when given).
+async fn cloud_home(server: &LlmServer, fast: Option<&str>) -> Home {
+    let home = Home::new();
+    let mut add = add_args("cloud", "custom", &server.base_url);
+    add.extend(["--model", "big-model"]);
+    if let Some(fast) = fast {
+        add.extend(["--fast-model", fast]);
+    }
+    let (out, v) = run(&home, server, &add).await;
+    assert!(out.status.success(), "{v}");
+    home
+}
+
 fn add_args<'a>(name: &'a str, preset: &'a str, url: &'a str) -> Vec<&'a str> {
     vec!["providers", "add", name, "--preset", preset, "--url", url]
 }
@@ -408,11 +422,7 @@ async fn two_model_provider(answers: &[&'static str]) -> (LlmServer, Home) {
             .collect(),
     )
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, Some("small-model")).await;
     (server, home)
 }
 
@@ -688,11 +698,7 @@ async fn the_cascade_escalates_each_failing_fast_answer_and_never_after_a_write_
         text("Three miles is 4.83 km."),
     ])
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model", "--fast-model", "small-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, Some("small-model")).await;
     let (out, on) = run(&home, &server, &["providers", "routing", "--cascade"]).await;
     assert!(out.status.success(), "{on}");
     assert_eq!(on, serde_json::json!({"enabled": true, "cascade": true}));
@@ -819,11 +825,7 @@ async fn a_daily_cap_warns_at_80_percent_refuses_past_100_and_offers_three_ways_
         priced("Sent anyway."),
     ])
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, None).await;
     let price = [
         "models",
         "set",
@@ -958,11 +960,7 @@ async fn the_response_cache_answers_only_a_request_identical_in_every_byte() {
         text("Lima, temporarily."),
     ])
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, None).await;
     let (out, on) = run(&home, &server, &["providers", "cache", "--on"]).await;
     assert!(out.status.success(), "{on}");
     assert_eq!(
@@ -1088,11 +1086,7 @@ async fn the_semantic_cache_answers_a_stateless_paraphrase_and_never_with_memory
         text("8.05 km, freshly worked out."),
     ])
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, None).await;
     let (out, on) = run(&home, &server, &["providers", "cache", "--semantic"]).await;
     assert!(out.status.success(), "{on}");
     assert_eq!(
@@ -1280,12 +1274,8 @@ async fn hearth_usage_counts_the_routers_decisions_and_what_routing_saved() {
 /// cap of $0.12: one call reading 100,000 tokens ($0.10) takes it past 80 %.
 async fn capped_provider(output: &str, replies: Vec<Reply>) -> (LlmServer, Home) {
     let server = LlmServer::start(replies).await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
     // The same priced model learns too (an unpriced one on this local server would be free).
-    add.extend(["--model", "big-model", "--fast-model", "big-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, Some("big-model")).await;
     let price = [
         "models",
         "set",
@@ -1392,11 +1382,7 @@ async fn a_provider_that_asks_to_slow_down_holds_the_next_call_and_the_cli_says_
         stream(text_stream(&["Nothing there."], None)),
     ])
     .await;
-    let home = Home::new();
-    let mut add = add_args("cloud", "custom", &server.base_url);
-    add.extend(["--model", "big-model"]);
-    let (out, v) = run(&home, &server, &add).await;
-    assert!(out.status.success(), "{v}");
+    let home = cloud_home(&server, None).await;
     let out = with_stdin(
         &home,
         &server,

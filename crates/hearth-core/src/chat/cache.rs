@@ -62,12 +62,26 @@ pub(crate) fn settings(store: &Store) -> Result<CacheSettings> {
 /// The key of a request: SHA-256 over everything the provider would receive, each part
 /// length-prefixed so no two requests can run together into the same bytes.
 pub fn key(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
+    let messages = serde_json::to_vec(&request.messages).unwrap_or_default();
+    digest(b"hearth response cache v1", model, request, [messages.as_slice()])
+}
+
+/// SHA-256 over `label`, where the request goes (protocol, base URL, model), its output
+/// limit, temperature, schema and tools, then `more` — each part length-prefixed so no two
+/// requests can run together into the same bytes. The response cache adds every message;
+/// the semantic cache only the system prompts (its scope).
+pub(crate) fn digest<'a>(
+    label: &[u8],
+    model: &ChatModel,
+    request: &ChatRequest,
+    more: impl IntoIterator<Item = &'a [u8]>,
+) -> [u8; 32] {
     let mut h = Sha256::new();
     let mut part = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    part(b"hearth response cache v1");
+    part(label);
     part(format!("{:?}", model.provider.protocol).as_bytes());
     part(model.provider.base_url.as_bytes());
     part(request.model.as_bytes());
@@ -75,7 +89,9 @@ pub fn key(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
     let json = |v: Result<Vec<u8>, serde_json::Error>| v.unwrap_or_default();
     part(&json(serde_json::to_vec(&request.json_schema)));
     part(&json(serde_json::to_vec(&request.tools)));
-    part(&json(serde_json::to_vec(&request.messages)));
+    for bytes in more {
+        part(bytes);
+    }
     h.finalize().into()
 }
 

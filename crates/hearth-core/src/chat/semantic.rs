@@ -16,7 +16,6 @@
 //! the encrypted database, expire like the response cache's and go with their conversation.
 
 use rusqlite::params;
-use sha2::{Digest, Sha256};
 
 use crate::Result;
 use crate::llm::{ChatModel, ChatRequest};
@@ -36,23 +35,12 @@ pub const MIN_SIMILARITY: f32 = 0.80;
 /// The scope of a request: everything the provider receives except the conversation's
 /// messages (system prompts are part of it), length-prefixed.
 pub fn scope(model: &ChatModel, request: &ChatRequest) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut part = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    part(b"hearth semantic cache v1");
-    part(format!("{:?}", model.provider.protocol).as_bytes());
-    part(model.provider.base_url.as_bytes());
-    part(request.model.as_bytes());
-    part(format!("{:?}/{:?}", request.max_output_tokens, request.temperature).as_bytes());
-    let json = |v: Result<Vec<u8>, serde_json::Error>| v.unwrap_or_default();
-    part(&json(serde_json::to_vec(&request.json_schema)));
-    part(&json(serde_json::to_vec(&request.tools)));
-    for m in request.messages.iter().filter(|m| m.role == Role::System) {
-        part(m.content.as_bytes());
-    }
-    h.finalize().into()
+    let system = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_bytes());
+    super::cache::digest(b"hearth semantic cache v1", model, request, system)
 }
 
 /// The user's question when `request` is stateless: system prompts and one user message.
