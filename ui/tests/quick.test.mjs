@@ -226,6 +226,24 @@ describe('quick prompt: answers', () => {
   });
 });
 
+describe('quick prompt: a provider asks Hearth to slow down', () => {
+  test('the answer says it waits for the rate limit, then streams as usual', async (t) => {
+    const { page, problems } = await session(t);
+    await openQuick(page, 'rate-limited');
+    await input(page).fill('Plan my week');
+    await input(page).press('Enter');
+    const waiting = answerArea(page).locator('[data-testid="rate-limit-wait"]');
+    await waiting.waitFor();
+    assert.equal(
+      flat(await waiting.textContent()),
+      'openai asked Hearth to slow down: waiting about 12 s for its rate limit. The answer follows by itself; Stop ends the wait.',
+    );
+    await answerText(page).waitFor();
+    await until(page, () => document.querySelector('[data-testid="rate-limit-wait"]') === null);
+    assertNoProblems(problems);
+  });
+});
+
 describe('main window: open_conversation', () => {
   test('navigates to Chat with that conversation selected and its messages shown', async (t) => {
     const { page, problems } = await session(t, { viewport: { width: 1120, height: 760 } });
