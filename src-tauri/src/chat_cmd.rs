@@ -27,18 +27,13 @@ fn state_name(s: MessageState) -> String {
 pub fn chat_status(state: State<'_, AppState>) -> Result<ChatStatusDto, ErrorDto> {
     let hearth = state.hearth()?;
     Ok(match hearth.providers().for_chat(None, None) {
-        Ok(slots) => {
-            let fast = &slots.fast;
-            let same =
-                fast.provider.name == slots.main.provider.name && fast.model == slots.main.model;
-            ChatStatusDto {
-                ready: true,
-                fast_model: (!same).then(|| fast.model.clone()),
-                provider: Some(slots.main.provider.name),
-                model: Some(slots.main.model),
-                hint: None,
-            }
-        }
+        Ok(slots) => ChatStatusDto {
+            ready: true,
+            fast_model: slots.fast_is_distinct().then(|| slots.fast.model.clone()),
+            provider: Some(slots.main.provider.name),
+            model: Some(slots.main.model),
+            hint: None,
+        },
         Err(e) => ChatStatusDto {
             ready: false,
             provider: None,

@@ -693,6 +693,14 @@ pub struct ModelSlots {
 }
 
 impl ModelSlots {
+    /// Whether the fast slot holds another model than the main one (the router, and the
+    /// user, then have a choice to make).
+    pub fn fast_is_distinct(&self) -> bool {
+        self.fast.provider.name != self.main.provider.name
+            || self.fast.provider.base_url != self.main.provider.base_url
+            || self.fast.model != self.main.model
+    }
+
     /// Both slots filled by one model, no fallback.
     pub fn single(model: ChatModel) -> Self {
         Self {

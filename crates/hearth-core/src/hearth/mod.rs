@@ -478,9 +478,7 @@ impl Hearth {
         sources: &crate::chat::Sources,
     ) -> Result<(crate::route::Route, Option<ModelSlots>)> {
         use crate::route::{Reason, Request, Route, Tier, TierChoice};
-        let fast_distinct = models.fast.provider.name != models.main.provider.name
-            || models.fast.provider.base_url != models.main.provider.base_url
-            || models.fast.model != models.main.model;
+        let fast_distinct = models.fast_is_distinct();
         let enabled = self.routing()?.enabled;
         let mut decision = if options.redo == crate::chat::Redo::Regenerate
             && options.tier == TierChoice::Auto
