@@ -450,6 +450,16 @@ pub enum EvalCommand {
         /// bge-small-en-v1.5 (its files must be on this computer).
         #[arg(long, default_value = "all-MiniLM-L6-v2")]
         model: String,
+        /// With --profile: read each text's vector from FILE instead of a local model, to
+        /// measure a model computed elsewhere. JSON lines {"t": text, "v": [numbers]}; the
+        /// texts without one are listed in FILE.missing and the run fails (invalid_input).
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "profile",
+            conflicts_with = "model"
+        )]
+        vectors: Option<std::path::PathBuf>,
     },
     /// Retrieval over watched folders on LoCoMo: nDCG@10, R@5, R@10, R@20 and MRR@10.
     ///

@@ -184,10 +184,13 @@ fn main() -> ExitCode {
                     profile,
                     distractors,
                     model,
+                    vectors,
                 },
         } => match (locomo, profile) {
             (Some(locomo), _) => memory::eval(&out, &locomo, &model),
-            (None, Some(profile)) => memory::eval_profile(&out, &profile, distractors, &model),
+            (None, Some(profile)) => {
+                memory::eval_profile(&out, &profile, distractors, &model, vectors.as_deref())
+            }
             (None, None) => Err(output::Failure::new(
                 "invalid_input",
                 "give --locomo PATH or --profile DIR",

@@ -242,14 +242,18 @@ pub(crate) fn keywords_only_note(model: &str) {
     );
 }
 
-/// `hearth eval memory --profile DIR [--distractors N]`
+/// `hearth eval memory --profile DIR [--distractors N] [--model NAME | --vectors FILE]`
 pub fn eval_profile(
     out: &Out,
     dir: &std::path::Path,
     distractors: usize,
     model: &str,
+    vectors: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
-    let report = hearth_eval::memory_profile(dir, distractors, model)?;
+    let report = match vectors {
+        Some(file) => hearth_eval::memory_profile_with_vectors(dir, distractors, file)?,
+        None => hearth_eval::memory_profile(dir, distractors, model)?,
+    };
     if report.search_model.is_none() {
         keywords_only_note(model);
     }

@@ -173,6 +173,100 @@ fn a_tiny_profile_gives_the_metrics_computed_by_hand() {
     assert!(stderr.contains("measuring keywords only"), "{stderr}");
 }
 
+/// `--vectors FILE`: a model computed elsewhere is measured through the same ranking; the
+/// vectors decide what search lists first, the texts without one are listed for the user.
+#[test]
+fn vectors_from_a_file_are_measured_and_the_texts_without_one_are_listed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("memories.tsv"),
+        "dog\tfact\tUser has a border collie named Pixel.\n\
+         tea\tpreference\tUser drinks green tea every morning.\n",
+    )
+    .expect("write");
+    // No word in common with either memory: only the vectors can rank them.
+    std::fs::write(
+        dir.path().join("queries.tsv"),
+        "dog\tHow often should I brush my dog?\n",
+    )
+    .expect("write");
+    let file = dir.path().join("v.jsonl");
+    let line = |t: &str, v: [f64; 3]| format!("{}\n", serde_json::json!({"t": t, "v": v}));
+    let dog = line("User has a border collie named Pixel.", [1.0, 0.0, 0.0]);
+    let tea = line("User drinks green tea every morning.", [0.0, 0.0, 2.0]);
+    // The query is embedded as memories say it.
+    let query = "How often should User brush User's dog?";
+    let run = |contents: &str| {
+        std::fs::write(&file, contents).expect("write");
+        let args = [
+            "--distractors",
+            "0",
+            "--vectors",
+            file.to_str().expect("path"),
+        ];
+        profile_eval(dir.path(), &args, true)
+    };
+
+    let (code, report, _) = run(&dog);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["error"]["code"], "invalid_input", "{report}");
+    let message = report["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("2 texts have no vector in "),
+        "{message}"
+    );
+    let missing = std::fs::read_to_string(dir.path().join("v.jsonl.missing")).expect("listed");
+    assert_eq!(
+        missing,
+        // Sorted, one per line.
+        format!("{query}\nUser drinks green tea every morning.\n")
+    );
+
+    // A query vector pointing at tea: tea is listed first, the dog not at all.
+    let (code, report, stderr) = run(&format!("{dog}{tea}{}", line(query, [0.0, 0.1, 1.0])));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["search_model"], "vectors from v.jsonl", "{report}");
+    assert_eq!(report["r1"], 0.0, "{report}");
+    assert_eq!(report["requests"][0]["first"], "tea", "{report}");
+    // Pointing at the dog: first.
+    let (code, report, stderr) = run(&format!("{dog}{tea}{}", line(query, [0.9, 0.1, 0.0])));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["r1"], 1.0, "{report}");
+
+    // A malformed line and vectors of two lengths are refused, naming the line.
+    for (contents, says) in [
+        (
+            format!("{dog}{{\"t\": \"x\"}}\n"),
+            "v.jsonl line 2: expected {\"t\": text",
+        ),
+        (
+            format!("{dog}{}", serde_json::json!({"t": "y", "v": [1.0, 2.0]})),
+            "v.jsonl line 2: 2 numbers where the lines before have 3",
+        ),
+        (
+            line("z", [0.0, 0.0, 0.0]),
+            "v.jsonl line 1: a vector must be finite and not all zero",
+        ),
+    ] {
+        let (code, report, _) = run(&contents);
+        assert_eq!(code, 1, "{report}");
+        let message = report["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "{message}");
+    }
+    // It replaces the local model: both at once is a usage error.
+    let (code, _, stderr) = profile_eval(
+        dir.path(),
+        &[
+            "--model",
+            "all-MiniLM-L6-v2",
+            "--vectors",
+            file.to_str().expect("path"),
+        ],
+        true,
+    );
+    assert_eq!(code, 2, "{stderr}");
+}
+
 #[test]
 fn a_malformed_profile_is_refused_naming_the_line() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -11,6 +11,7 @@
 pub mod locomo;
 pub mod profile;
 pub mod retrieval;
+pub mod vectors;
 
 use std::path::{Path, PathBuf};
 
@@ -71,6 +72,21 @@ pub fn memory_profile(
         embedder.as_ref().map(|e| e as &dyn hearth_embed::Embedder),
         &work.0,
     )
+}
+
+/// `hearth eval memory --profile DIR --vectors FILE`: the same, with each text's vector
+/// read from `file` ([`vectors::FileVectors`]) instead of computed by a local model.
+pub fn memory_profile_with_vectors(
+    dir: &Path,
+    distractors: usize,
+    file: &Path,
+) -> Result<profile::ProfileReport> {
+    let set = profile::load(dir)?;
+    let vectors = vectors::FileVectors::load(file)?;
+    let work = WorkDir::new()?;
+    let report = profile::run(&set, distractors, Some(&vectors), &work.0)?;
+    vectors.check_complete()?;
+    Ok(report)
 }
 
 /// What `hearth eval memory --locomo PATH` measured, and with which model (`None`:
