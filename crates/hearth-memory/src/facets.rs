@@ -605,31 +605,10 @@ const PAST_VERBS: &[&str] = &[
     "went", "rode", "drank", "taught", "ran", "kept", "took", "wore", "dated",
 ];
 
-/// Months, seasons and words that date an end ("until March", "until last summer").
+/// Seasons and words besides the months that date an end ("until last summer").
 const DATED: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "last",
-    "spring",
-    "summer",
-    "autumn",
-    "fall",
-    "winter",
-    "recently",
-    "selling",
-    "moving",
-    "leaving",
-    "retiring",
+    "last", "spring", "summer", "autumn", "fall", "winter", "recently", "selling", "moving",
+    "leaving", "retiring",
 ];
 
 /// Participles after "was" that describe a lasting fact, not an ended state ("was born",
@@ -693,9 +672,12 @@ fn says_it_ended(text: &str) -> bool {
             None => false,
         };
     }
-    let until = after
-        .windows(2)
-        .any(|p| p[0] == "until" && (DATED.contains(&p[1].as_str()) || is_year(&p[1])));
+    let until = after.windows(2).any(|p| {
+        p[0] == "until"
+            && (DATED.contains(&p[1].as_str())
+                || hearth_text::calendar::is_month(&p[1])
+                || is_year(&p[1]))
+    });
     let for_a_stretch = after.windows(2).any(|p| {
         p[0] == "for"
             && (matches!(

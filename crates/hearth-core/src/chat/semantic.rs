@@ -54,33 +54,6 @@ pub fn stateless_question(request: &ChatRequest) -> Option<&str> {
     }
 }
 
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-];
-
 const DAYS: &[&str] = &[
     "monday",
     "tuesday",
@@ -293,7 +266,7 @@ fn tokens(text: &str) -> Vec<Token> {
             let bare = lower.trim_end_matches("'s").trim_end_matches("’s");
             if let Some((_, unit)) = UNITS.iter().find(|(w, _)| *w == bare) {
                 out.push(Token::Unit((*unit).to_owned()));
-            } else if MONTHS.contains(&bare) || DAYS.contains(&bare) {
+            } else if hearth_text::calendar::is_month_or_abbreviation(bare) || DAYS.contains(&bare) {
                 out.push(Token::Date(bare.to_owned()));
             } else {
                 let mut letters = word.chars();
