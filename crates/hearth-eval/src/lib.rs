@@ -49,6 +49,18 @@ impl Drop for WorkDir {
     }
 }
 
+/// The whole text of `path`, or `None` when it is larger than `max` bytes (read at most
+/// `max + 1`).
+fn read_bounded(path: &Path, max: u64) -> Result<Option<String>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    Ok((text.len() as u64 <= max).then_some(text))
+}
+
 /// The local model named `model` for an evaluation, if its files are on this computer
 /// (`None`: the evaluation measures keywords only, and its report says so).
 fn eval_embedder(model: &str) -> Result<Option<hearth_embed::LocalEmbedder>> {

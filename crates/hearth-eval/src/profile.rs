@@ -13,7 +13,6 @@
 //! serves day to day.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -172,18 +171,13 @@ fn bad(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
 
 /// The non-blank, non-comment lines of `path` with their 1-based numbers, bounded.
 fn lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| Error::io(path, e))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
+    let Some(text) = crate::read_bounded(path, MAX_FILE_BYTES)? else {
         return Err(Error::InvalidInput(format!(
             "{} is larger than {} MiB; a profile is a few hundred lines",
             path.display(),
             MAX_FILE_BYTES / (1024 * 1024)
         )));
-    }
+    };
     Ok(text
         .lines()
         .enumerate()

@@ -6,7 +6,6 @@
 //! run again. docs/decisions/0025-memory-at-scale.md measured all-mpnet-base-v2 this way.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -37,18 +36,13 @@ impl FileVectors {
     /// Reads `path`; every line must be `{"t": text, "v": [numbers]}` with vectors of one
     /// length, finite and not all zero (each is L2-normalised here).
     pub fn load(path: &Path) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut text = String::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| Error::io(path, e))?;
-        if text.len() as u64 > MAX_FILE_BYTES {
+        let Some(text) = crate::read_bounded(path, MAX_FILE_BYTES)? else {
             return Err(Error::InvalidInput(format!(
                 "{} is larger than {} MB",
                 path.display(),
                 MAX_FILE_BYTES >> 20
             )));
-        }
+        };
         let name = path.display();
         let mut by_text = HashMap::new();
         let mut dims = None;
